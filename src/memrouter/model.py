@@ -1,0 +1,193 @@
+"""Frozen records shared by every layer: memories, hits and query filters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CHANNELS",
+    "STATUSES",
+    "KIND_CHANNEL",
+    "Memory",
+    "Match",
+    "Hit",
+    "Filters",
+    "SearchMode",
+    "channel_for_kind",
+]
+
+SearchMode = Literal["hybrid", "lexical", "semantic"]
+
+CHANNELS = ("long_term", "sprint", "team", "short_term")
+STATUSES = ("active", "obsolete", "pending_review")
+
+# The channel a kind implies when the memory names none (DESIGN.md "Channels").
+KIND_CHANNEL: dict[str, str] = {
+    "adr": "long_term",
+    "pattern": "long_term",
+    "convention": "long_term",
+    "schema": "long_term",
+    "decision": "long_term",
+    "fact": "long_term",
+    "preference": "long_term",
+    "incident": "long_term",
+    "research": "sprint",
+    "wip_decision": "sprint",
+    "feature_spec": "sprint",
+    "investigation": "sprint",
+    "agent_status": "team",
+    "task_assignment": "team",
+    "handoff": "team",
+    "shared_state": "team",
+    "scratchpad": "short_term",
+    "intermediate": "short_term",
+}
+
+
+def channel_for_kind(kind: str | None, name: str = "") -> str:
+    """The default channel: from the kind, else sprint under ``sprints/``, else long-term."""
+    if kind and kind in KIND_CHANNEL:
+        return KIND_CHANNEL[kind]
+    if name.startswith("sprints/"):
+        return "sprint"
+    return "long_term"
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One canonical memory: a markdown file under the memories root.
+
+    ``text`` is the whole file as stored and ``hash`` its SHA-256; ``body`` is
+    the text after any front matter. ``extra`` keeps front-matter keys
+    memrouter does not interpret; ``problems`` lists what could not be parsed
+    (the memory is still usable as plain text).
+    """
+
+    name: str
+    path: str
+    text: str
+    hash: str
+    body: str
+    title: str
+    tags: tuple[str, ...] = ()
+    channel: str = "long_term"
+    kind: str | None = None
+    scope: str = "project"
+    status: str = "active"
+    source: str | None = None
+    author: str | None = None
+    confidence: float = 1.0
+    verified_by: str | None = None
+    created: str | None = None
+    updated: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    expires: str | None = None
+    anchors: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self, *, content: bool = True) -> dict[str, Any]:
+        """A JSON-ready view; ``content=False`` leaves out the text and body."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "title": self.title,
+            "path": self.path,
+            "hash": self.hash,
+            "channel": self.channel,
+            "kind": self.kind,
+            "scope": self.scope,
+            "status": self.status,
+            "tags": list(self.tags),
+            "source": self.source,
+            "author": self.author,
+            "confidence": self.confidence,
+            "verified_by": self.verified_by,
+            "created": self.created,
+            "updated": self.updated,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "expires": self.expires,
+            "anchors": list(self.anchors),
+            "problems": list(self.problems),
+        }
+        if content:
+            data["content"] = self.text
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Why a hit was found: one retriever, its rank (1-based) and raw score."""
+
+    retriever: str
+    rank: int
+    score: float
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"retriever": self.retriever, "rank": self.rank, "score": self.score}
+        if self.detail is not None:
+            data["detail"] = self.detail
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result, from the canonical files or an external service."""
+
+    name: str
+    title: str
+    score: float
+    source: str
+    channel: str
+    path: str | None
+    hash: str
+    snippet: str = ""
+    why: tuple[Match, ...] = ()
+    kind: str | None = None
+    content: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of DESIGN.md's search contract (plus snippet and kind)."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "title": self.title,
+            "score": self.score,
+            "source": self.source,
+            "channel": self.channel,
+            "path": self.path,
+            "hash": self.hash,
+            "why": [m.to_dict() for m in self.why],
+            "snippet": self.snippet,
+            "kind": self.kind,
+        }
+        if self.content is not None:
+            data["content"] = self.content
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Restrictions applied inside every retriever, so a filter never empties the pool.
+
+    Empty tuples (and ``prefix=None``) mean "no restriction".
+    """
+
+    channels: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    prefix: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.channels or self.kinds or self.scopes or self.statuses or self.tags or self.prefix
+        )
