@@ -1,0 +1,70 @@
+"""Splitting long memory text into parts a size-limited service accepts.
+
+Forgetful takes at most 2,000 characters of content per memory, so a longer
+canonical memory is written as several linked parts (see
+``memrouter.backends.base.upsert_parts``). ``split_content`` cuts along the
+markdown's own structure: between paragraphs first (and before a heading
+once a part is half full), then between lines, then between words, and only
+as a last resort inside a word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+__all__ = ["split_content"]
+
+_PARAGRAPH_BREAK = re.compile(r"(?<=\n\n)(?=[^\n])")
+_WORD_BREAK = re.compile(r"(?<=\s)(?=\S)")
+_HEADING = re.compile(r"#{1,6}\s")
+
+
+def split_content(text: str, limit: int = 2000) -> list[str]:
+    """Cut ``text`` into parts of at most ``limit`` characters, along markdown structure.
+
+    Concatenating the parts gives back ``text`` exactly, except that a part
+    that would hold only whitespace is left out. Text within the limit comes
+    back as a single part.
+    """
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if len(text) <= limit:
+        return [text]
+    parts: list[str] = []
+    current = ""
+    for piece in _atoms(text, limit, 0):
+        starts_section = _HEADING.match(piece) is not None and len(current) >= limit // 2
+        if current and (len(current) + len(piece) > limit or starts_section):
+            parts.append(current)
+            current = ""
+        current += piece
+    parts.append(current)
+    return [part for part in parts if part.strip()]
+
+
+def _pieces(text: str, level: int) -> list[str]:
+    """``text`` cut at one level of structure; the pieces concatenate back to ``text``."""
+    if level == 0:
+        return _cut(text, _PARAGRAPH_BREAK)
+    if level == 1:
+        return text.splitlines(keepends=True)
+    return _cut(text, _WORD_BREAK)
+
+
+def _cut(text: str, pattern: re.Pattern[str]) -> list[str]:
+    starts = [0, *(m.start() for m in pattern.finditer(text) if m.start() > 0), len(text)]
+    return [text[a:b] for a, b in zip(starts, starts[1:]) if b > a]
+
+
+def _atoms(text: str, limit: int, level: int) -> Iterator[str]:
+    """Pieces of at most ``limit`` characters, as coarse as the structure allows."""
+    if level > 2:
+        for start in range(0, len(text), limit):
+            yield text[start : start + limit]
+        return
+    for piece in _pieces(text, level):
+        if len(piece) <= limit:
+            yield piece
+        else:
+            yield from _atoms(piece, limit, level + 1)
