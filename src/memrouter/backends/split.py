@@ -23,9 +23,9 @@ _HEADING = re.compile(r"#{1,6}\s")
 def split_content(text: str, limit: int = 2000) -> list[str]:
     """Cut ``text`` into parts of at most ``limit`` characters, along markdown structure.
 
-    Concatenating the parts gives back ``text`` exactly, except that a part
-    that would hold only whitespace is left out. Text within the limit comes
-    back as a single part.
+    Concatenating the parts gives back ``text`` exactly. A part holds only
+    whitespace only when a run of whitespace fits next to neither neighbour.
+    Text within the limit comes back as a single part.
     """
     if limit < 1:
         raise ValueError("limit must be at least 1")
@@ -40,7 +40,32 @@ def split_content(text: str, limit: int = 2000) -> list[str]:
             current = ""
         current += piece
     parts.append(current)
-    return [part for part in parts if part.strip()]
+    return _absorb_blank_parts(parts, limit)
+
+
+def _absorb_blank_parts(parts: list[str], limit: int) -> list[str]:
+    """Move whitespace-only parts into a neighbour where it fits, so parts carry text."""
+    result: list[str] = []
+    pending = ""
+    for part in parts:
+        if not part.strip():
+            if result and len(result[-1]) + len(part) <= limit:
+                result[-1] += part
+            elif len(pending) + len(part) <= limit:
+                pending += part
+            else:
+                result.append(pending)
+                pending = part
+            continue
+        if pending and len(pending) + len(part) <= limit:
+            part = pending + part
+        elif pending:
+            result.append(pending)
+        pending = ""
+        result.append(part)
+    if pending:
+        result.append(pending)
+    return result
 
 
 def _pieces(text: str, level: int) -> list[str]:

@@ -36,13 +36,14 @@ import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
-__all__ = ["FAIL_MODES", "FakeForgetfulStore", "MemoryNotFound", "build_server", "main"]
+__all__ = ["FAIL_MODES", "FakeForgetfulStore", "Faults", "MemoryNotFound", "build_server", "fault_injector", "main"]
 
 FAIL_MODES = ("none", "slow", "bad-shape", "http500", "garbage", "protocol-error")
 HTTP_ONLY_FAIL_MODES = ("http500", "garbage", "protocol-error")
@@ -340,10 +341,22 @@ def _memory_id(args: MutableMapping[str, Any], tool: str) -> int:
         raise ValueError(f"memory_id must be an integer, got {value!r}") from exc
 
 
-def build_server(
-    store: FakeForgetfulStore, *, fail_mode: str = "none", slow_seconds: float = 30.0
-) -> Any:
-    """The ``MCPServer`` with Forgetful's three meta-tools over ``store``."""
+@dataclass
+class Faults:
+    """The fault the server injects now; changed at run time through ``POST /_fault``."""
+
+    mode: str = "none"
+    slow_seconds: float = 30.0
+
+
+def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fault_control: bool = False) -> Any:
+    """The ``MCPServer`` with Forgetful's three meta-tools over ``store``.
+
+    ``faults`` is read on every call, so changing it changes the behaviour at
+    once; ``fault_control`` adds ``POST /_fault {"mode", "slow_seconds"}``
+    for tests that switch faults on a running server.
+    """
+    faults = faults if faults is not None else Faults()
     import anyio
     from mcp.server.mcpserver import MCPServer
     from starlette.requests import Request
@@ -394,15 +407,15 @@ def build_server(
     @server.tool()
     async def execute_forgetful_tool(tool_name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Execute a Forgetful tool by name with its arguments."""
-        if fail_mode == "slow":
-            await anyio.sleep(slow_seconds)
+        if faults.mode == "slow":
+            await anyio.sleep(faults.slow_seconds)
         if tool_name not in MEMORY_TOOLS:
             return unknown_tool(tool_name)
         try:
             data = store.execute(tool_name, arguments)
         except (ValidationError, MemoryNotFound, ValueError, TypeError) as exc:
             return failed(f"Failed to execute '{tool_name}': {exc}")
-        if fail_mode == "bad-shape":
+        if faults.mode == "bad-shape":
             return ok({"unexpected": True, "primary_memories": "not a list", "id": None})
         return ok(data)
 
@@ -410,23 +423,33 @@ def build_server(
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "healthy", "service": "Forgetful", "version": VERSION})
 
+    if fault_control:
+
+        @server.custom_route("/_fault", methods=["POST"])
+        async def set_fault(request: Request) -> Response:
+            payload = await request.json()
+            mode = payload.get("mode", "none")
+            if mode not in FAIL_MODES:
+                return JSONResponse({"error": f"unknown fail mode {mode!r}"}, status_code=400)
+            faults.mode = mode
+            faults.slow_seconds = float(payload.get("slow_seconds", faults.slow_seconds))
+            return JSONResponse({"mode": faults.mode, "slow_seconds": faults.slow_seconds})
+
     return server
 
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
 
 
-def fault_injector(app: ASGIApp, fail_mode: str) -> ASGIApp:
-    """Wrap the HTTP app so every ``tools/call`` POST fails the way ``fail_mode`` says."""
-    if fail_mode not in HTTP_ONLY_FAIL_MODES:
-        return app
+def fault_injector(app: ASGIApp, faults: Faults) -> ASGIApp:
+    """Wrap the HTTP app so every ``tools/call`` POST fails the way ``faults.mode`` says."""
 
     async def wrapped(
         scope: dict[str, Any],
         receive: Callable[[], Awaitable[dict[str, Any]]],
         send: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
+        if scope["type"] != "http" or scope["method"] != "POST" or faults.mode not in HTTP_ONLY_FAIL_MODES:
             await app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -441,7 +464,7 @@ def fault_injector(app: ASGIApp, fail_mode: str) -> ASGIApp:
         except ValueError:
             request = None
         if isinstance(request, dict) and request.get("method") == "tools/call":
-            await _send_fault(send, fail_mode, request.get("id"))
+            await _send_fault(send, faults.mode, request.get("id"))
             return
         replayed = False
 
@@ -484,12 +507,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--db", default=":memory:", help="SQLite file to keep memories in (default: in memory)")
     parser.add_argument("--fail-mode", choices=FAIL_MODES, default="none")
     parser.add_argument("--slow-seconds", type=float, default=30.0)
+    parser.add_argument(
+        "--fault-control", action="store_true", help="accept POST /_fault to change the fail mode (HTTP)"
+    )
     options = parser.parse_args(argv)
     if options.transport == "stdio" and options.fail_mode in HTTP_ONLY_FAIL_MODES:
         parser.error(f"--fail-mode {options.fail_mode} needs --transport http")
 
     store = FakeForgetfulStore(options.db)
-    server = build_server(store, fail_mode=options.fail_mode, slow_seconds=options.slow_seconds)
+    faults = Faults(options.fail_mode, options.slow_seconds)
+    server = build_server(store, faults, fault_control=options.fault_control)
     try:
         if options.transport == "stdio":
             server.run("stdio")
@@ -497,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import anyio
             import uvicorn
 
-            app = fault_injector(server.streamable_http_app(host=options.host), options.fail_mode)
+            app = fault_injector(server.streamable_http_app(host=options.host), faults)
             config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
             anyio.run(uvicorn.Server(config).serve)
     except KeyboardInterrupt:

@@ -1,0 +1,81 @@
+"""ForgetfulBackend starting the fake Forgetful over stdio (a real subprocess)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+
+from memrouter.backends.base import Backend, MemoryDraft
+from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.errors import BackendUnavailable
+from memrouter.testing.backend_conformance import BackendConformance, unique_word
+from memrouter.testing.servers import stdio_command
+
+
+class TestForgetfulOverStdio(BackendConformance):
+    """The shared conformance suite."""
+
+    @pytest.fixture
+    def backend(self, stdio_backend: ForgetfulBackend) -> Backend:
+        return stdio_backend
+
+
+def test_endpoint_is_the_command_line(stdio_backend: ForgetfulBackend) -> None:
+    assert stdio_backend.endpoint.startswith(sys.executable)
+    assert "--transport stdio" in stdio_backend.endpoint
+
+
+def test_cwd_reaches_the_server_and_env_is_accepted(tmp_path: object) -> None:
+    # A relative --db lands in cwd, so the file shows the working directory was applied.
+    config = ForgetfulConfig(
+        command=tuple(stdio_command(db="relative.sqlite")),
+        env={"MEMROUTER_TEST_MARKER": "1"},
+        cwd=str(tmp_path),
+        timeout=15.0,
+    )
+    with ForgetfulBackend(config) as backend:
+        backend.upsert(MemoryDraft(title="t", content="stored relative to cwd"))
+    assert os.path.exists(f"{tmp_path}/relative.sqlite")
+
+
+def test_missing_command_is_unavailable() -> None:
+    config = ForgetfulConfig(command=("memrouter-no-such-server",), timeout=5.0)
+    with ForgetfulBackend(config) as backend:
+        assert backend.available() is False
+        with pytest.raises(BackendUnavailable):
+            backend.search("anything", 3)
+
+
+def test_server_killed_mid_use_then_restarted_on_next_call(tmp_path: object) -> None:
+    db = f"{tmp_path}/kept.sqlite"
+    config = ForgetfulConfig(command=tuple(stdio_command(db=db)), timeout=10.0)
+    with ForgetfulBackend(config) as backend:
+        word = unique_word()
+        remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} survives"))
+        pid = _server_pid(db)
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(BackendUnavailable):
+            backend.search(word, 3)
+        assert backend.available() is False  # the failure was recorded in the health cache
+        # The next call starts a fresh process, which finds the data in its database file.
+        assert backend.get(remote_id).content == f"{word} survives"
+        assert backend.connects == 2
+        assert backend.available() is True
+
+
+def _server_pid(db: str) -> int:
+    """The pid of the stdio server started with ``--db db`` (read from /proc)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                args = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if b"memrouter.testing.forgetful_server" in args and db.encode() in args:
+            return int(entry)
+    raise AssertionError("stdio server process not found")
