@@ -1,0 +1,307 @@
+"""The ``memrouter`` command: a thin layer over the Router.
+
+Exit codes: 0 ok, 1 the operation failed, 2 bad usage or bad input, 3 a
+backend or protocol error. Errors print one clear line on stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from memrouter.errors import MemoryRouterError, exit_code_for
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+
+
+class State:
+    """What the group options resolved to, shared with every command."""
+
+    def __init__(self, root: str | None, index_dir: str | None) -> None:
+        self.root = root
+        self.index_dir = index_dir
+        self._router: Any = None
+
+    def router(self) -> Any:
+        if self._router is None:
+            from memrouter.router import Router
+
+            self._router = Router.open(root=self.root, index_dir=self.index_dir, watch=False)
+        return self._router
+
+
+def handle_errors(func: F) -> F:
+    """Turn library errors into one line on stderr and the contract's exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemoryRouterError as exc:
+            click.echo(f"memrouter: {exc}", err=True)
+            sys.exit(exit_code_for(exc))
+        except OSError as exc:
+            click.echo(f"memrouter: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def emit(fmt: str, data: Any, text: Callable[[], str]) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(data, ensure_ascii=False, indent=None, default=str))
+    else:
+        output = text()
+        if output:
+            click.echo(output)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=str),
+    envvar="MEMROUTER_ROOT",
+    help="Memories folder (default: .serena/memories of the project found from here).",
+)
+@click.option(
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=str),
+    envvar="MEMROUTER_INDEX_DIR",
+    help="Where the index lives (default: <project>/.memrouter, or the user cache).",
+)
+@click.version_option(package_name="memrouter")
+@click.pass_context
+def main(ctx: click.Context, root: str | None, index_dir: str | None) -> None:
+    """memrouter: search and manage your project's memories, from one place."""
+    ctx.obj = State(root, index_dir)
+
+
+pass_state = click.make_pass_decorator(State)
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Re-read every file, not only those whose stat changed.")
+@FORMAT
+@pass_state
+@handle_errors
+def index(state: State, full: bool, fmt: str) -> None:
+    """Build or refresh the index from the memory files."""
+    router = state.router()
+    started = time.perf_counter()
+    if sys.stderr.isatty() and fmt == "text":
+        bar: Any = None
+
+        def progress(done: int, total: int) -> None:
+            nonlocal bar
+            if bar is None:
+                bar = click.progressbar(length=total, label="indexing", file=sys.stderr, show_eta=True)
+                bar.__enter__()
+            bar.update(1)
+            if done == total:
+                bar.__exit__(None, None, None)
+
+        report = router.refresh(full=full, progress=progress)
+    else:
+        report = router.refresh(full=full)
+    data = report.to_dict() | {"took_ms": round((time.perf_counter() - started) * 1000, 1)}
+    data["total"] = router.status()["memories"]["total"]
+
+    def text() -> str:
+        lines = [
+            f"{data['total']} memories indexed: {data['added']} added, {data['updated']} updated, "
+            f"{data['removed']} removed, {data['unchanged']} unchanged ({data['took_ms']} ms)"
+        ]
+        lines += [f"  problem: {name}: {problem}" for name, problem in report.problems.items()]
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+@main.command()
+@click.argument("query")
+@click.option("--limit", "-n", type=click.IntRange(1, 200), default=10, show_default=True)
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "semantic"]), default=None,
+              help="Retrieval mode (default from configuration: hybrid).")
+@click.option("--channel", multiple=True, help="Only these channels (repeatable).")
+@click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
+@click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
+@click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
+@click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
+@click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
+@FORMAT
+@pass_state
+@handle_errors
+def search(
+    state: State,
+    query: str,
+    limit: int,
+    mode: str | None,
+    channel: tuple[str, ...],
+    kind: tuple[str, ...],
+    scope: tuple[str, ...],
+    statuses: tuple[str, ...],
+    tag: tuple[str, ...],
+    prefix: str | None,
+    content: bool,
+    fmt: str,
+) -> None:
+    """Find the memories that best match QUERY."""
+    from memrouter.query import check_query
+
+    check_query(query)  # bad input fails before any index work
+    router = state.router()
+    started = time.perf_counter()
+    hits = router.search(
+        query, limit=limit, mode=mode, channels=channel, kinds=kind, scopes=scope,
+        statuses=statuses, tags=tag, prefix=prefix, content=content,
+    )  # fmt: skip
+    took = round((time.perf_counter() - started) * 1000, 2)
+    data = {
+        "query": query,
+        "mode": mode or router.config.search.mode,
+        "took_ms": took,
+        "results": [hit.to_dict() for hit in hits],
+    }
+
+    def text() -> str:
+        if not hits:
+            return "no memories matched"
+        lines = []
+        for rank, hit in enumerate(hits, 1):
+            origin = "" if hit.source == "canonical" else f" [{hit.source}]"
+            lines.append(f"{rank:>2}. {hit.name}{origin}  ({hit.score:.3f})  {hit.title}")
+            if hit.snippet:
+                lines.append(f"    {hit.snippet}")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+@main.command()
+@click.argument("name")
+@FORMAT
+@pass_state
+@handle_errors
+def get(state: State, name: str, fmt: str) -> None:
+    """Print the memory NAME (the file as stored; JSON adds its fields)."""
+    memory = state.router().get(name)
+    if fmt == "json":
+        emit(fmt, memory.to_dict(), str)
+    else:
+        click.echo(memory.text, nl=not memory.text.endswith("\n"))
+
+
+@main.command(name="list")
+@click.argument("prefix", required=False)
+@click.option("--channel", default=None, help="Only this channel.")
+@click.option("--kind", default=None, help="Only this kind.")
+@click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
+@click.option("--status", default=None, help="Only this status.")
+@FORMAT
+@pass_state
+@handle_errors
+def list_(
+    state: State, prefix: str | None, channel: str | None, kind: str | None, tag: tuple[str, ...],
+    status: str | None, fmt: str,
+) -> None:  # fmt: skip
+    """List memories (optionally those whose name starts with PREFIX)."""
+    items = state.router().list(prefix, channel, kind, tags=tag, status=status)
+
+    def text() -> str:
+        if not items:
+            return "no memories"
+        return "\n".join(f"{item['name']}  {item['title']}" for item in items)
+
+    emit(fmt, {"count": len(items), "memories": items}, text)
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--file", "file_", type=click.File("r", encoding="utf-8"), help="Read the content from a file ('-' for stdin).")
+@click.option("--content", "text_", default=None, help="The content itself.")
+@click.option("--title", default=None)
+@click.option("--tag", multiple=True, help="A tag (repeatable).")
+@click.option("--kind", default=None, help="adr, pattern, convention, decision, fact, incident, ...")
+@click.option("--channel", default=None, type=click.Choice(["long_term", "sprint", "team", "short_term"]))
+@click.option("--scope", default=None, help="project, global or user:<id>.")
+@click.option("--source", default=None, help="Where it came from: ADR-005, a commit, a URL.")
+@click.option("--author", default=None, help="Who wrote it: user:alice, agent:x.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=None)
+@click.option("--expected-hash", default=None, help="Refuse to overwrite unless the stored file has this hash ('' = must not exist).")
+@FORMAT
+@pass_state
+@handle_errors
+def save(
+    state: State, name: str | None, file_: Any, text_: str | None, title: str | None, tag: tuple[str, ...],
+    kind: str | None, channel: str | None, scope: str | None, source: str | None, author: str | None,
+    confidence: float | None, expected_hash: str | None, fmt: str,
+) -> None:  # fmt: skip
+    """Write a memory (atomically). NAME defaults to one made from the title."""
+    from memrouter.errors import InvalidInput
+
+    if (file_ is None) == (text_ is None):
+        raise InvalidInput("give the content with exactly one of --file or --content")
+    content = file_.read() if file_ is not None else text_
+    memory = state.router().save(
+        content, name, title=title, tags=tag or None, kind=kind, channel=channel, scope=scope,
+        source=source, author=author, confidence=confidence, expected_hash=expected_hash,
+    )  # fmt: skip
+    emit(fmt, memory.to_dict(content=False), lambda: f"saved {memory.name} ({memory.hash[:12]})")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--reason", default=None, help="Why (recorded, and passed on to synced services).")
+@click.option("--expected-hash", default=None, help="Refuse unless the stored file has this hash.")
+@FORMAT
+@pass_state
+@handle_errors
+def delete(state: State, name: str, reason: str | None, expected_hash: str | None, fmt: str) -> None:
+    """Delete the memory NAME (its file and its index rows)."""
+    memory = state.router().delete(name, reason, expected_hash=expected_hash)
+    emit(fmt, {"deleted": memory.name, "hash": memory.hash}, lambda: f"deleted {memory.name}")
+
+
+@main.command()
+@FORMAT
+@pass_state
+@handle_errors
+def status(state: State, fmt: str) -> None:
+    """Show the index, counts, problems and configuration."""
+    data = state.router().status()
+
+    def text() -> str:
+        mem = data["memories"]
+        lines = [
+            f"root:     {data['root']}{' (read-only)' if data['readonly'] else ''}",
+            f"index:    {data['index']['path']} ({data['index']['size_bytes'] // 1024} KiB)",
+            f"memories: {mem['total']} ("
+            + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v)
+            + ")",
+        ]
+        if data["problems"]:
+            lines.append(f"problems: {len(data['problems'])}")
+            lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]
+        lines += [f"warning:  {w}" for w in data["warnings"]]
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+__all__ = ["main"]

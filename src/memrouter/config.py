@@ -1,0 +1,175 @@
+"""Configuration: where the memories are, where the index goes, how search behaves.
+
+Precedence, highest first: explicit arguments (``Config.load(root=...)``, the
+CLI's ``--root``/``--index-dir``), then ``MEMROUTER_*`` environment variables
+(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``), then the
+project's ``memrouter.toml``, then the defaults below.
+
+Finding the memories: walk up from the working directory to the first folder
+holding ``.serena/memories`` (or, failing that, ``.git``); the memories root is
+``<project>/.serena/memories`` and the index lives in ``<project>/.memrouter``.
+A root given directly that is not a project's ``.serena/memories`` (or whose
+project folder is not writable) gets a per-root index folder under the user
+cache directory, so read-only folders can be searched too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memrouter.errors import ConfigError
+
+__all__ = ["Config", "SearchConfig", "find_project", "CONFIG_FILE", "STATE_DIR"]
+
+CONFIG_FILE = "memrouter.toml"
+STATE_DIR = ".memrouter"
+MEMORIES = Path(".serena") / "memories"
+MODES = ("hybrid", "lexical", "semantic")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Search defaults: mode, fusion weights, and how often to look for changed files."""
+
+    mode: str = "hybrid"
+    limit: int = 10
+    rrf_k: int = 60
+    weights: dict[str, float] = field(default_factory=lambda: {"lexical": 1.0, "dense": 1.0})
+    # A long-running process re-checks the files at most this often (seconds);
+    # writes made through memrouter are visible at once regardless.
+    refresh_interval: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything a Router needs, resolved to absolute paths."""
+
+    root: Path
+    index_dir: Path
+    project_dir: Path | None = None
+    search: SearchConfig = field(default_factory=SearchConfig)
+    embedder: str = "minilm"
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str | None = None
+
+    @property
+    def index_path(self) -> Path:
+        return self.index_dir / "index.sqlite"
+
+    @classmethod
+    def load(
+        cls,
+        root: str | Path | None = None,
+        index_dir: str | Path | None = None,
+        *,
+        cwd: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Config:
+        """Resolve the configuration (see the module docstring for precedence)."""
+        env = os.environ if env is None else env
+        cwd = Path(cwd) if cwd is not None else Path.cwd()
+        root = root or env.get("MEMROUTER_ROOT") or None
+        index_dir = index_dir or env.get("MEMROUTER_INDEX_DIR") or None
+
+        project: Path | None
+        if root is not None:
+            memories = Path(root).expanduser()
+            memories = (cwd / memories).resolve() if not memories.is_absolute() else memories.resolve()
+            if not memories.is_dir():
+                raise ConfigError(f"memories root {memories} is not a folder")
+            project = _project_of(memories)
+        else:
+            project = find_project(cwd)
+            if project is None:
+                raise ConfigError(
+                    f"no project found from {cwd}: no folder above holds .serena/memories or .git "
+                    "(use --root DIR to point at a memories folder)"
+                )
+            memories = project / MEMORIES
+
+        settings, source = _read_toml(project / CONFIG_FILE if project else None)
+        if index_dir is not None:
+            state = Path(index_dir).expanduser()
+            state = (cwd / state).resolve() if not state.is_absolute() else state
+        elif project is not None and os.access(project, os.W_OK):
+            state = project / STATE_DIR
+        else:
+            state = _cache_dir_for(memories)
+
+        search = _search_config(settings.get("search", {}), env)
+        backends = settings.get("backends", {})
+        if not isinstance(backends, dict) or not all(isinstance(v, dict) for v in backends.values()):
+            raise ConfigError(f"{source}: [backends.<name>] sections must be tables")
+        embedder = str(settings.get("embed", {}).get("model", "minilm"))
+        return cls(memories, state, project, search, embedder, backends, source)
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` with ``.serena/memories``, else with ``.git``."""
+    start = start.resolve()
+    candidates = [start, *start.parents]
+    for folder in candidates:
+        if (folder / MEMORIES).is_dir():
+            return folder
+    for folder in candidates:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _project_of(memories: Path) -> Path | None:
+    """The project folder when ``memories`` is a project's ``.serena/memories``."""
+    if memories.name == "memories" and memories.parent.name == ".serena":
+        return memories.parent.parent
+    return None
+
+
+def _cache_dir_for(memories: Path) -> Path:
+    import platformdirs
+
+    digest = hashlib.sha256(str(memories).encode()).hexdigest()[:16]
+    return Path(platformdirs.user_cache_dir("memrouter")) / "roots" / f"{memories.name}-{digest}"
+
+
+def _read_toml(path: Path | None) -> tuple[dict[str, Any], str | None]:
+    if path is None or not path.is_file():
+        return {}, None
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle), str(path)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[search] must be a table")
+    defaults = SearchConfig()
+    mode = str(env.get("MEMROUTER_MODE") or section.get("mode", defaults.mode))
+    if mode not in MODES:
+        raise ConfigError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
+    weights = dict(defaults.weights)
+    raw_weights = section.get("weights", {})
+    if not isinstance(raw_weights, dict):
+        raise ConfigError("[search.weights] must be a table of retriever = weight")
+    for name, value in raw_weights.items():
+        if not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"[search.weights] {name} must be a number >= 0")
+        weights[str(name)] = float(value)
+    try:
+        limit = int(section.get("limit", defaults.limit))
+        rrf_k = int(section.get("rrf_k", defaults.rrf_k))
+        interval = float(section.get("refresh_interval", defaults.refresh_interval))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[search]: {exc}") from exc
+    if limit < 1 or rrf_k < 1 or interval < 0:
+        raise ConfigError("[search] limit and rrf_k must be >= 1, refresh_interval >= 0")
+    return SearchConfig(mode, limit, rrf_k, weights, interval)

@@ -1,0 +1,209 @@
+"""Full-text retrieval: field-weighted BM25 (BM25F) over name, title, tags and body.
+
+The postings (per term: memories and weighted term frequencies, see
+``postings``) live in the index database, written in the same transaction as
+the memory row. Scoring runs in
+Python over the postings of the query's terms only, cached per index
+generation, which keeps a warm search well under a millisecond on a
+thousand-file corpus (SQLite FTS5's ``bm25()`` measured 1.5-3 ms per query on
+the same data, because it decodes position lists for every match).
+
+A query is data, never syntax: it is cut into the same tokens as the
+documents, so quotes, operators and SQL fragments are just words. Filters are
+SQL conditions over the memory rows, applied before the top-k cut, so a
+filter never empties the candidate pool.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from operator import itemgetter
+
+from memrouter.index.postings import decode
+from memrouter.index.text import STOP_WORDS, query_terms, tokens
+from memrouter.model import Filters, Memory
+
+__all__ = [
+    "FIELD_WEIGHTS",
+    "LexicalHit",
+    "LexicalIndex",
+    "document_terms",
+    "filter_sql",
+    "snippet",
+]
+
+# BM25F weights of the fields: a word in the name or title counts more.
+FIELD_WEIGHTS = {"name": 4.0, "title": 3.0, "tags": 3.0, "body": 1.0}
+K1 = 1.2
+B = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalHit:
+    """A memory row id and its BM25F score (higher is better)."""
+
+    memory_id: int
+    score: float
+
+
+def document_terms(memory: Memory) -> tuple[dict[str, float], float]:
+    """Weighted term frequencies and the weighted length of one memory."""
+    fields = {
+        "name": memory.name.replace("/", " "),
+        "title": memory.title,
+        "tags": " ".join(memory.tags),
+        "body": memory.body,
+    }
+    weighted: Counter[str] = Counter()
+    length = 0.0
+    for field, text in fields.items():
+        weight = FIELD_WEIGHTS[field]
+        counts = Counter(tokens(text))
+        length += weight * sum(counts.values())
+        for term, count in counts.items():
+            weighted[term] += weight * count
+    return dict(weighted), length
+
+
+def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[object]]:
+    """SQL conditions (each starting with `` AND``) and their parameters."""
+    clauses: list[str] = []
+    params: list[object] = []
+
+    def one_of(column: str, values: tuple[str, ...]) -> None:
+        if values:
+            clauses.append(f"{alias}.{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+
+    one_of("channel", filters.channels)
+    one_of("kind", filters.kinds)
+    one_of("scope", filters.scopes)
+    one_of("status", filters.statuses)
+    for tag in filters.tags:
+        clauses.append(f"EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = {alias}.id AND t.tag = ?)")
+        params.append(tag)
+    if filters.prefix:
+        clauses.append(f"substr({alias}.name, 1, ?) = ?")
+        params.extend([len(filters.prefix), filters.prefix])
+    return "".join(f" AND {clause}" for clause in clauses), params
+
+
+class LexicalIndex:
+    """BM25F search over the postings table, with per-generation caches.
+
+    For each query term seen, the cache holds every memory's full score
+    contribution (idf and length normalisation included), so a warm query is
+    a few dictionary merges and one sort. The caches are tied to the index
+    generation (a counter bumped in every transaction that changes
+    memories), so a change by this process or any other is seen on the next
+    query.
+    """
+
+    def __init__(self) -> None:
+        self._generation: str | None = None
+        self._contributions: dict[str, dict[int, float]] = {}
+        self._norms: dict[int, float] = {}
+        self._count = 0
+
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else "0"
+        if generation == self._generation:
+            return
+        self._contributions.clear()
+        lengths = conn.execute("SELECT id, length FROM memories").fetchall()
+        self._count = len(lengths)
+        average = (sum(length for _, length in lengths) / self._count) if self._count else 1.0
+        average = average or 1.0
+        self._norms = {mid: K1 * (1 - B + B * length / average) for mid, length in lengths}
+        self._generation = generation
+
+    def _load(self, conn: sqlite3.Connection, terms: list[str]) -> None:
+        missing = [term for term in terms if term not in self._contributions]
+        if not missing:
+            return
+        marks = ", ".join("?" * len(missing))
+        found = dict(conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", missing))
+        norms, total = self._norms, self._count
+        for term in missing:
+            blob = found.get(term)
+            if blob is None:
+                self._contributions[term] = {}
+                continue
+            ids, tfs = decode(blob)
+            df = len(ids)
+            lift = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (K1 + 1.0)
+            self._contributions[term] = {
+                memory_id: lift * tf / (tf + norms[memory_id])
+                for memory_id, tf in zip(ids, tfs)
+                if memory_id in norms
+            }
+
+    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[LexicalHit]:
+        """The ``limit`` best memories for ``query`` among those passing ``filters``."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        self._sync(conn)
+        self._load(conn, terms)
+        parts = sorted((self._contributions[term] for term in terms), key=len, reverse=True)
+        scores = dict(parts[0])
+        for part in parts[1:]:
+            get = scores.get
+            for memory_id, value in part.items():
+                scores[memory_id] = get(memory_id, 0.0) + value
+        ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
+        if not filters.empty:
+            where, params = filter_sql(filters)
+            allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
+            ranked = [item for item in ranked if item[0] in allowed]
+        return [LexicalHit(memory_id, score) for memory_id, score in ranked[:limit]]
+
+
+_SPACES = re.compile(r"\s+")
+
+
+@lru_cache(maxsize=256)
+def _highlighter(query: str) -> re.Pattern[str] | None:
+    """A pattern finding words that start with a query word or its stem (C-speed scan)."""
+    words = [w.lower() for w in re.findall(r"[^\W_]+", query) if w.lower() not in STOP_WORDS]
+    words = words or [w.lower() for w in re.findall(r"[^\W_]+", query)]
+    stems = {t for t in query_terms(query) if len(t) > 1}
+    alternatives = sorted({*words, *stems}, key=len, reverse=True)[:64]
+    if not alternatives:
+        return None
+    # Short words must match whole; longer ones may be the start of a word.
+    whole = [re.escape(a) for a in alternatives if len(a) <= 3]
+    start = [re.escape(a) for a in alternatives if len(a) > 3]
+    parts = ([rf"(?:{'|'.join(start)})[^\W_]*"] if start else []) + (
+        [rf"(?:{'|'.join(whole)})(?![^\W_])"] if whole else []
+    )
+    return re.compile(rf"(?<![^\W_])(?:{'|'.join(parts)})", re.IGNORECASE)
+
+
+def snippet(body: str, query: str, width: int = 160) -> str:
+    """A short window of ``body`` around the first query word, matches in ``**``.
+
+    Highlighting is approximate (a word matches when it starts with a query
+    word or its stem); ranking never depends on it.
+    """
+    pattern = _highlighter(query)
+    first = pattern.search(body) if pattern else None
+    if pattern is None or first is None:
+        text = _SPACES.sub(" ", body[: width * 2]).strip()
+        return text[:width] + ("…" if len(text) > width else "")
+    start = max(0, first.start() - width // 3)
+    end = min(len(body), start + width)
+    # Do not cut words at the window's edges.
+    while start > 0 and body[start - 1].isalnum():
+        start -= 1
+    while end < len(body) and body[end].isalnum():
+        end += 1
+    marked = pattern.sub(lambda m: f"**{m.group()}**", body[start:end])
+    text = _SPACES.sub(" ", marked).strip()
+    return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")

@@ -1,0 +1,86 @@
+"""Postings lists for lexical search, one row per term.
+
+Each term's row holds a blob: the memory ids (int32) followed by their
+weighted term frequencies (float32). One row per term keeps index builds
+fast (tens of thousands of rows, not hundreds of thousands) and lets a query
+fetch exactly the lists it needs. Changes are collected per transaction and
+applied term by term in ``flush``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from array import array
+
+__all__ = ["PostingsWriter", "decode", "encode"]
+
+_BATCH = 500
+
+
+def encode(postings: dict[int, float]) -> bytes:
+    ids = array("i", postings.keys())
+    tfs = array("f", postings.values())
+    if sys.byteorder != "little":
+        ids.byteswap()
+        tfs.byteswap()
+    return ids.tobytes() + tfs.tobytes()
+
+
+def decode(blob: bytes) -> tuple[array[int], array[float]]:
+    """The ids and term frequencies stored in one blob."""
+    half = len(blob) // 2
+    ids = array("i")
+    ids.frombytes(blob[:half])
+    tfs = array("f")
+    tfs.frombytes(blob[half:])
+    if sys.byteorder != "little":
+        ids.byteswap()
+        tfs.byteswap()
+    return ids, tfs
+
+
+class PostingsWriter:
+    """Collects postings changes inside one transaction; ``flush`` writes them."""
+
+    def __init__(self) -> None:
+        self._removed: dict[str, set[int]] = {}
+        self._added: dict[str, dict[int, float]] = {}
+
+    def remove(self, memory_id: int, terms: list[str]) -> None:
+        for term in terms:
+            self._removed.setdefault(term, set()).add(memory_id)
+            added = self._added.get(term)
+            if added is not None:
+                added.pop(memory_id, None)
+
+    def add(self, memory_id: int, terms: dict[str, float]) -> None:
+        for term, tf in terms.items():
+            self._added.setdefault(term, {})[memory_id] = tf
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Apply the collected changes to the ``terms`` table."""
+        touched = sorted(set(self._removed) | set(self._added))
+        for start in range(0, len(touched), _BATCH):
+            batch = touched[start : start + _BATCH]
+            marks = ", ".join("?" * len(batch))
+            current = dict(conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", batch))
+            writes: list[tuple[str, bytes]] = []
+            deletes: list[tuple[str]] = []
+            for term in batch:
+                postings: dict[int, float] = {}
+                blob = current.get(term)
+                if blob is not None:
+                    ids, tfs = decode(blob)
+                    postings = dict(zip(ids, tfs))
+                for memory_id in self._removed.get(term, ()):
+                    postings.pop(memory_id, None)
+                postings.update(self._added.get(term, {}))
+                if postings:
+                    writes.append((term, encode(postings)))
+                elif blob is not None:
+                    deletes.append((term,))
+            conn.executemany("INSERT OR REPLACE INTO terms (term, postings) VALUES (?, ?)", writes)
+            conn.executemany("DELETE FROM terms WHERE term = ?", deletes)
+        self._removed.clear()
+        self._added.clear()

@@ -1,0 +1,419 @@
+"""The Router: one entry point over the canonical files, the index and the backends.
+
+It is the only place that knows more than one layer. Reads go to the files
+(the truth) or the index (derived from them); writes go to the files first,
+then the index is updated in the same call, so a write is visible at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from memrouter.config import Config
+from memrouter.errors import InvalidInput, NotFound
+from memrouter.index import db
+from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
+from memrouter.index.refresh import (
+    Progress,
+    RefreshReport,
+    delete_memory,
+    refresh_index,
+    upsert_memory,
+    write_transaction,
+)
+from memrouter.model import CHANNELS, STATUSES, Filters, Hit, Match, Memory
+from memrouter.query import check_limit, check_query, make_filters
+from memrouter.store import frontmatter
+from memrouter.store.files import MemoryStore
+from memrouter.store.names import validate_name
+from memrouter.store.parse import first_heading
+from memrouter.store.watch import ChangeWatcher
+
+__all__ = ["Router"]
+
+log = logging.getLogger(__name__)
+
+CANONICAL = "canonical"
+MAX_CONTENT_CHARS = 1_000_000
+
+
+class Router:
+    """Search and manage memories for one memories root.
+
+    Open one with ``Router.open(root=..., index_dir=...)``; it holds one index
+    connection and is safe to share between threads.
+    """
+
+    def __init__(self, config: Config, *, watch: bool = True) -> None:
+        self.config = config
+        readonly = not os.access(config.root, os.W_OK)
+        self.store = MemoryStore(config.root, readonly=readonly)
+        self._lock = threading.RLock()
+        self._conn, warning = db.open_index(config.index_path)
+        self.warnings: list[str] = [warning] if warning else []
+        self._last_check = float("-inf")
+        self._last_report: RefreshReport | None = None
+        self._lexical = LexicalIndex()
+        self._watch = watch
+        self._watcher: ChangeWatcher | None = None
+
+    @classmethod
+    def open(
+        cls,
+        root: str | Path | None = None,
+        index_dir: str | Path | None = None,
+        *,
+        config: Config | None = None,
+        watch: bool = True,
+    ) -> Router:
+        """Open the router for ``root`` (or the project found from the working directory).
+
+        ``watch`` lets a long-lived router notice file changes through the
+        operating system instead of scanning (a one-shot command needs neither).
+        """
+        return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._watcher is not None:
+                self._watcher.close()
+            self._conn.close()
+
+    def __enter__(self) -> Router:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- index maintenance -------------------------------------------------
+    def refresh(self, *, full: bool = False, progress: Progress | None = None) -> RefreshReport:
+        """Bring the index up to date with the files (incremental unless ``full``)."""
+        with self._lock:
+            try:
+                report = refresh_index(self._conn, self.store, full=full, progress=progress)
+            except sqlite3.DatabaseError as exc:
+                self._recover(exc)
+                report = refresh_index(self._conn, self.store, full=True, progress=progress)
+            self._last_check = time.monotonic()
+            self._last_report = report
+            self._record_problems(report)
+            return report
+
+    def _recover(self, exc: sqlite3.DatabaseError) -> None:
+        """The index failed mid-use: set it aside and start again from the files."""
+        log.warning("index %s failed (%s); rebuilding from the memory files", self.config.index_path, exc)
+        self._conn.close()
+        path = self.config.index_path
+        if path.exists():
+            path.replace(path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
+        for suffix in ("-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                side.unlink()
+        self._conn, _ = db.open_index(path)
+        self.warnings.append(f"index {path} failed ({exc}); rebuilt from the memory files")
+
+    def _record_problems(self, report: RefreshReport) -> None:
+        unreadable = {name: problem for name, problem in report.problems.items() if "not indexed" in problem or "unreadable" in problem}
+        if unreadable or report.changed or report.removed:
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('file_problems', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (json.dumps(unreadable),),
+            )
+
+    def _ensure_fresh(self) -> None:
+        """Refresh when files may have changed: always the first time, then on
+        file-system events (or every ``refresh_interval`` seconds without them)."""
+        if self._last_check == float("-inf"):
+            if self._watch and self._watcher is None:
+                self._watcher = ChangeWatcher(self.config.root)
+            self.refresh()
+            return
+        watcher = self._watcher
+        if watcher is not None and watcher.available:
+            if watcher.changed():
+                watcher.watch_tree()
+                self.refresh()
+        elif time.monotonic() - self._last_check >= self.config.search.refresh_interval:
+            self.refresh()
+
+    # -- reading -----------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: str | None = None,
+        *,
+        channels: Iterable[str] | str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        scopes: Iterable[str] | str | None = None,
+        statuses: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
+        prefix: str | None = None,
+        content: bool = False,
+    ) -> list[Hit]:
+        """The best memories for ``query``, best first, each saying why it matched."""
+        query = check_query(query)
+        limit = check_limit(limit)
+        mode = mode or self.config.search.mode
+        if mode not in ("hybrid", "lexical", "semantic"):
+            raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
+        filters = make_filters(
+            channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
+        )
+        with self._lock:
+            self._ensure_fresh()
+            try:
+                return self._search_canonical(query, limit, mode, filters, content)
+            except sqlite3.DatabaseError as exc:
+                self._recover(exc)
+                self.refresh(full=True)
+                return self._search_canonical(query, limit, mode, filters, content)
+
+    def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
+        if mode == "semantic":
+            raise InvalidInput("semantic search needs embeddings, which this index does not have; use --mode lexical")
+        found = self._lexical.search(self._conn, query, filters, limit=limit)
+        rows = self._rows([hit.memory_id for hit in found])
+        hits = []
+        for rank, hit in enumerate(found, 1):
+            row = rows.get(hit.memory_id)
+            if row is None:
+                continue
+            score = round(hit.score, 6)
+            hits.append(
+                Hit(
+                    name=row["name"],
+                    title=row["title"],
+                    score=score,
+                    source=CANONICAL,
+                    channel=row["channel"],
+                    path=row["path"],
+                    hash=row["hash"],
+                    snippet=snippet(row["body"], query),
+                    why=(Match("lexical", rank, score),),
+                    kind=row["kind"],
+                    content=self._content_of(row["name"]) if content else None,
+                )
+            )
+        return hits
+
+    def _rows(self, ids: list[int]) -> dict[int, sqlite3.Row]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" * len(ids))
+        cursor = self._conn.execute(
+            f"SELECT id, name, title, channel, path, hash, kind, body FROM memories WHERE id IN ({marks})", ids
+        )
+        return {row["id"]: row for row in cursor}
+
+    def _content_of(self, name: str) -> str | None:
+        try:
+            return self.store.read(name).text
+        except (NotFound, InvalidInput):
+            return None
+
+    def get(self, name: str) -> Memory:
+        """The memory ``name``, read from its file (``NotFound`` if there is none)."""
+        return self.store.read(name)
+
+    def list(
+        self,
+        prefix: str | None = None,
+        channel: str | None = None,
+        kind: str | None = None,
+        *,
+        tags: Iterable[str] | str | None = None,
+        status: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Summaries (name, title, channel, kind, status, tags, hash) of the indexed memories, by name."""
+        filters = make_filters(channels=channel, kinds=kind, tags=tags, statuses=status, prefix=prefix)
+        with self._lock:
+            self._ensure_fresh()
+            where, params = filter_sql(filters)
+            rows = self._conn.execute(
+                "SELECT name, title, channel, kind, status, tags, hash, path, size FROM memories m "
+                f"WHERE 1{where} ORDER BY name",
+                params,
+            ).fetchall()
+        return [
+            {
+                "name": row["name"],
+                "title": row["title"],
+                "channel": row["channel"],
+                "kind": row["kind"],
+                "status": row["status"],
+                "tags": json.loads(row["tags"]),
+                "hash": row["hash"],
+                "path": row["path"],
+                "size": row["size"],
+            }
+            for row in rows
+        ]
+
+    # -- writing -----------------------------------------------------------
+    def save(
+        self,
+        content: str,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        kind: str | None = None,
+        channel: str | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        source: str | None = None,
+        author: str | None = None,
+        confidence: float | None = None,
+        valid_from: str | None = None,
+        valid_until: str | None = None,
+        expected_hash: str | None = None,
+    ) -> Memory:
+        """Write a memory file (atomically) and index it.
+
+        Fields given here are set in the front matter; every other front-matter
+        key in ``content`` is kept as written. Without ``name``, one is made
+        from the title or the first heading. ``expected_hash`` (``""`` for
+        "must not exist") refuses to overwrite a concurrent change.
+        """
+        if not isinstance(content, str):
+            raise InvalidInput("content must be text")
+        if not content.strip():
+            raise InvalidInput("content must not be empty")
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
+        body = frontmatter.split(content)[1]
+        heading = first_heading(body)
+        if title is not None and heading is None and isinstance(title, str) and title.strip():
+            # Plain files are the norm: a title becomes the heading, not front matter.
+            content = _with_heading(content, title.strip())
+            heading = title = title.strip()
+        if title is not None and title == heading:
+            title = None
+        changes = _field_changes(
+            title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
+            source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
+        )
+        text = frontmatter.update(content, changes) if changes else content
+        if name is None:
+            name = _name_from(title or first_heading(frontmatter.split(text)[1]) or "")
+        name = validate_name(name, strict=False)
+        with self._lock:
+            memory = self.store.write(name, text, expected_hash=expected_hash)
+            self._index_file(memory)
+        return memory
+
+    def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
+        """Remove the memory file and its index rows; returns what was deleted."""
+        if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
+            raise InvalidInput("reason must be text of at most 2,000 characters")
+        with self._lock:
+            memory = self.store.delete(name, expected_hash=expected_hash)
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                delete_memory(self._conn, memory.name)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
+        return memory
+
+    def _index_file(self, memory: Memory) -> None:
+        stat = Path(memory.path).stat()
+        with write_transaction(self._conn) as writer:
+            upsert_memory(self._conn, writer, memory, stat.st_mtime_ns, stat.st_size)
+
+    # -- reporting ---------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Counts, index freshness, problems and configuration, JSON-ready."""
+        with self._lock:
+            self._ensure_fresh()
+            conn = self._conn
+            total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            by_channel = dict(conn.execute("SELECT channel, count(*) FROM memories GROUP BY channel").fetchall())
+            by_status = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+            problems = {
+                row[0]: "; ".join(json.loads(row[1]))
+                for row in conn.execute("SELECT name, problems FROM memories WHERE problems != '[]' ORDER BY name")
+            }
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'file_problems'").fetchone()
+            if stored:
+                problems.update(json.loads(stored[0]))
+            migrations = [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+        index_path = self.config.index_path
+        report = self._last_report
+        return {
+            "root": str(self.config.root),
+            "project": str(self.config.project_dir) if self.config.project_dir else None,
+            "readonly": self.store.readonly,
+            "index": {
+                "path": str(index_path),
+                "size_bytes": index_path.stat().st_size if index_path.exists() else 0,
+                "schema": migrations,
+                "last_refresh": report.to_dict() if report else None,
+            },
+            "memories": {
+                "total": total,
+                "by_channel": {c: by_channel.get(c, 0) for c in CHANNELS},
+                "by_status": {s: by_status.get(s, 0) for s in STATUSES},
+            },
+            "problems": problems,
+            "warnings": list(self.warnings),
+            "config": {
+                "source": self.config.source,
+                "mode": self.config.search.mode,
+                "refresh_interval": self.config.search.refresh_interval,
+            },
+        }
+
+
+def _with_heading(content: str, title: str) -> str:
+    raw, body = frontmatter.split(content)
+    if "\n" in title or "\r" in title:
+        raise InvalidInput("title must be a single line")
+    head = content[: len(content) - len(body)]
+    return f"{head}# {title}\n\n{body.lstrip()}"
+
+
+def _name_from(title: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:120].strip("-")
+    if not slug:
+        raise InvalidInput("give the memory a name, or content with a '# Title' heading or a title")
+    return slug
+
+
+def _field_changes(**fields: Any) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key == "tags":
+            if isinstance(value, str):
+                value = [value]
+            value = [str(tag).strip() for tag in value if str(tag).strip()]
+        elif key == "channel" and value not in CHANNELS:
+            raise InvalidInput(f"unknown channel {value!r}; expected one of {', '.join(CHANNELS)}")
+        elif key == "status" and value not in STATUSES:
+            raise InvalidInput(f"unknown status {value!r}; expected one of {', '.join(STATUSES)}")
+        elif key == "confidence":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise InvalidInput("confidence must be a number between 0 and 1")
+            value = float(value)
+        elif not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{key} must be non-empty text")
+        elif len(value) > 500:
+            raise InvalidInput(f"{key} is longer than 500 characters")
+        changes[key] = value
+    return changes
+

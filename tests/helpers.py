@@ -1,0 +1,27 @@
+"""Helpers shared by the tests (importable as ``helpers``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+def write(root: Path, name: str, text: str) -> Path:
+    path = root / f"{name}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return path
+
+
+SAMPLE = {
+    "conventions/commit-messages": "# Commit messages\n\nUse the imperative mood. Reference the issue number.\n",
+    "adr/adr-001-postgres": (
+        "---\ntitle: ADR-001 Use PostgreSQL\nkind: adr\ntags: [database, storage]\nsource: ADR-001\n"
+        "reviewers: [bob]  # kept as written\n---\n\n# ADR-001 Use PostgreSQL\n\n"
+        "We store orders in PostgreSQL because we need transactions. Staging runs on port 5433.\n"
+    ),
+    "incidents/flaky-tests": "# Flaky tests incident\n\nThe payment suite timed out under load on 2026-03-02.\n",
+    "ci/flaky-tests": "# Flaky tests in CI\n\nRetry a failing job once; quarantine tests that fail twice.\n",
+    "sprints/2026-w47/research-caching": (
+        "---\nkind: research\n---\n# Caching research\n\nRedis versus in-process LRU for the search API.\n"
+    ),
+    "plain-no-heading": "Just a note without any heading about deployment windows on Fridays.\n",
+}

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.store.files import MemoryStore
+from memrouter.store.parse import content_hash
+
+
+def test_scan_finds_nested_files_and_skips_dot_entries(memories: Path) -> None:
+    (memories / ".hidden").mkdir()
+    (memories / ".hidden" / "x.md").write_text("x")
+    (memories / "notes.txt").write_text("not markdown")
+    names = sorted(stat.name for stat in MemoryStore(memories).scan())
+    assert names == [
+        "adr/adr-001-postgres",
+        "ci/flaky-tests",
+        "conventions/commit-messages",
+        "incidents/flaky-tests",
+        "plain-no-heading",
+        "sprints/2026-w47/research-caching",
+    ]
+
+
+def test_scan_does_not_follow_links_out_of_the_root(memories: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.md").write_text("# secret")
+    (memories / "linked-dir").symlink_to(outside)
+    (memories / "linked-file.md").symlink_to(outside / "leak.md")
+    names = {stat.name for stat in MemoryStore(memories).scan()}
+    assert not any(name.startswith("linked") for name in names)
+
+
+def test_write_is_atomic_and_keeps_bytes_exactly(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    text = "# T\r\n\r\nCRLF kept, unicode kept: żółw 🐢\n"
+    memory = store.write("topic/new-one", text)
+    assert (tmp_path / "topic" / "new-one.md").read_bytes() == text.encode()
+    assert memory.hash == content_hash(text)
+    assert [p.name for p in (tmp_path / "topic").iterdir()] == ["new-one.md"]  # no temp files left
+
+
+def test_expected_hash_refuses_a_concurrent_change(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    first = store.write("a", "# one\n")
+    (tmp_path / "a.md").write_text("# changed by hand\n")
+    with pytest.raises(Conflict):
+        store.write("a", "# two\n", expected_hash=first.hash)
+    assert (tmp_path / "a.md").read_text() == "# changed by hand\n"
+    with pytest.raises(Conflict):
+        store.write("a", "# new\n", expected_hash="")
+    store.write("b", "# fresh\n", expected_hash="")
+
+
+def test_non_utf8_file_is_read_with_a_problem_and_its_byte_hash(tmp_path: Path) -> None:
+    raw = b"# Caf\xe9\n\nlatin-1 bytes\n"
+    (tmp_path / "latin.md").write_bytes(raw)
+    memory = MemoryStore(tmp_path).read("latin")
+    assert memory.problems and "UTF-8" in memory.problems[0]
+    import hashlib
+
+    assert memory.hash == hashlib.sha256(raw).hexdigest()
+
+
+def test_delete_removes_file_and_empty_folders(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path)
+    store.write("deep/er/x", "# x\n")
+    store.delete("deep/er/x")
+    assert not (tmp_path / "deep").exists()
+    with pytest.raises(NotFound):
+        store.delete("deep/er/x")
+
+
+def test_read_only_root_refuses_writes(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path, readonly=True)
+    with pytest.raises(InvalidInput, match="read-only"):
+        store.write("a", "x")
+
+
+def test_bad_names_never_touch_the_disk(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "root")
+    for bad in ["../escape", "/abs/path", "a/../../b", "%2e%2e/x", "Ａ"]:
+        with pytest.raises(InvalidInput):
+            store.write(bad, "x")
+    assert not (tmp_path / "escape.md").exists()
+    assert not (tmp_path / "root").exists() or not any((tmp_path / "root").rglob("*"))
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read anything")
+def test_unreadable_file_raises_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "locked.md").write_text("x")
+    (tmp_path / "locked.md").chmod(0)
+    from memrouter.errors import MemoryRouterError
+
+    with pytest.raises(MemoryRouterError, match="cannot read"):
+        MemoryStore(tmp_path).read("locked")

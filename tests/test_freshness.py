@@ -1,0 +1,55 @@
+"""Edits made behind the router's back are visible on the next search."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from helpers import write
+
+from memrouter import Router
+from memrouter.config import Config, SearchConfig
+
+
+def names(router: Router, query: str) -> list[str]:
+    return [hit.name for hit in router.search(query, mode="lexical")]
+
+
+def test_hand_edits_show_up_on_the_next_search(router: Router, memories: Path) -> None:
+    assert names(router, "postgres")[0] == "adr/adr-001-postgres"
+    write(memories, "new-topic/zebra", "# Zebra crossings\n\nzebra facts\n")
+    assert names(router, "zebra") == ["new-topic/zebra"]
+    # In-place rewrite (no rename), in a folder created after the router started.
+    path = memories / "new-topic" / "zebra.md"
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("# Giraffes now\n\ngiraffe facts\n")
+    assert names(router, "giraffe") == ["new-topic/zebra"]
+    path.unlink()
+    assert "new-topic/zebra" not in names(router, "giraffe")
+
+
+def test_polling_fallback_without_a_watcher(memories: Path, tmp_path: Path) -> None:
+    base = Config.load(root=memories, index_dir=tmp_path / "idx")
+    config = Config(base.root, base.index_dir, base.project_dir, SearchConfig(refresh_interval=0.0))
+    with Router(config, watch=False) as router:
+        assert names(router, "postgres")
+        write(memories, "late", "# Late arrival\n\nokapi\n")
+        assert names(router, "okapi") == ["late"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="inotify is Linux-only")
+def test_watcher_reports_changes_once(memories: Path) -> None:
+    from memrouter.store.watch import ChangeWatcher
+
+    watcher = ChangeWatcher(memories)
+    assert watcher.available
+    assert watcher.changed() is False
+    write(memories, "x", "# x\n")
+    deadline = time.monotonic() + 5
+    while not watcher.changed():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert watcher.changed() is False
+    watcher.close()
