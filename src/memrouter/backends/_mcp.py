@@ -23,7 +23,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import IO, Any
+from typing import Any, TextIO
 
 import anyio
 import httpx2
@@ -72,7 +72,7 @@ def stdio_client_factory(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
-    errlog: IO[str],
+    errlog: TextIO,
     timeout: float = 10.0,
     mode: str = "auto",
 ) -> ClientFactory:

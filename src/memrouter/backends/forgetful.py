@@ -44,10 +44,11 @@ import json
 import os
 import shlex
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memrouter.backends.base import ExternalHit, MemoryDraft, RemoteMemory, content_hash
 from memrouter.backends.health import DEFAULT_TTL_S, HealthCheck, host_port
@@ -158,7 +159,8 @@ class ForgetfulBackend:
                 config.command[0], cwd=config.cwd, ttl=config.health_ttl, clock=clock
             )
         self._session: McpSession | None = None
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
+        self._open_lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> ForgetfulBackend:
@@ -336,33 +338,37 @@ class ForgetfulBackend:
         return self._errlog.read()
 
     def _open(self) -> McpSession:
-        if self._session is None:
-            try:
-                from memrouter.backends import _mcp
-            except ImportError as exc:  # the SDK is a dependency; guard a broken install
-                from memrouter.errors import BackendNotInstalled
+        with self._open_lock:
+            return self._session or self._new_session()
 
-                raise BackendNotInstalled(self.name, "pip install 'mcp>=2.3,<3'") from exc
-            config = self.config
-            if config.url is not None:
-                headers = dict(config.headers)
-                if config.token:
-                    headers["Authorization"] = f"Bearer {config.token}"
-                factory = _mcp.http_client_factory(
-                    config.url, headers=headers, timeout=config.timeout, mode=config.protocol
-                )
-            else:
-                if self._errlog is None:
-                    self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8")
-                factory = _mcp.stdio_client_factory(
-                    list(config.command),
-                    env=config.env,
-                    cwd=config.cwd,
-                    errlog=self._errlog,
-                    timeout=config.timeout,
-                    mode=config.protocol,
-                )
-            self._session = _mcp.McpSession(factory, label=self.name, timeout=config.timeout)
+    def _new_session(self) -> McpSession:
+        """Build the MCP session for the configured transport (connects on first call)."""
+        try:
+            from memrouter.backends import _mcp
+        except ImportError as exc:  # the SDK is a dependency; guard a broken install
+            from memrouter.errors import BackendNotInstalled
+
+            raise BackendNotInstalled(self.name, "pip install 'mcp>=2.3,<3'") from exc
+        config = self.config
+        if config.url is not None:
+            headers = dict(config.headers)
+            if config.token:
+                headers["Authorization"] = f"Bearer {config.token}"
+            factory = _mcp.http_client_factory(
+                config.url, headers=headers, timeout=config.timeout, mode=config.protocol
+            )
+        else:
+            if self._errlog is None:
+                self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8")
+            factory = _mcp.stdio_client_factory(
+                list(config.command),
+                env=config.env,
+                cwd=config.cwd,
+                errlog=self._errlog,
+                timeout=config.timeout,
+                mode=config.protocol,
+            )
+        self._session = _mcp.McpSession(factory, label=self.name, timeout=config.timeout)
         return self._session
 
     def _remote(self, item: Any, tool: str) -> RemoteMemory:

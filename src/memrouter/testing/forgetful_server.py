@@ -398,7 +398,8 @@ def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fau
         """Detailed documentation for one Forgetful tool."""
         if tool_name not in MEMORY_TOOLS:
             return unknown_tool(tool_name)
-        model = {"create_memory": MemoryCreate, "update_memory": MemoryUpdate}.get(tool_name)
+        models: dict[str, type[BaseModel]] = {"create_memory": MemoryCreate, "update_memory": MemoryUpdate}
+        model = models.get(tool_name)
         schema = model.model_json_schema() if model is not None else {}
         return ok(
             {"name": tool_name, "category": "memory", "description": MEMORY_TOOLS[tool_name], "json_schema": schema}
@@ -419,13 +420,13 @@ def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fau
             return ok({"unexpected": True, "primary_memories": "not a list", "id": None})
         return ok(data)
 
-    @server.custom_route("/health", methods=["GET"])
+    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "healthy", "service": "Forgetful", "version": VERSION})
 
     if fault_control:
 
-        @server.custom_route("/_fault", methods=["POST"])
+        @server.custom_route("/_fault", methods=["POST"])  # type: ignore[untyped-decorator]
         async def set_fault(request: Request) -> Response:
             payload = await request.json()
             mode = payload.get("mode", "none")
