@@ -18,8 +18,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+DEMO := $(BIN)/memrouter --root examples/memories --index-dir .memrouter/demo
+
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(DEMO) index
+	@echo; echo '$$ memrouter search "why did we choose a relational database"'
+	@$(DEMO) search "why did we choose a relational database" --limit 3
+	@echo; echo '$$ memrouter search "flaky tests" --prefix ci/'
+	@$(DEMO) search "flaky tests" --prefix ci/ --limit 3
+	@echo; echo '$$ memrouter search "staging postgres port" --format json'
+	@$(DEMO) search "staging postgres port" --limit 2 --format json
+	@echo; $(DEMO) status
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -28,4 +37,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
 
 clean:
-	rm -rf $(VENV) examples/memories/.memrouter
+	rm -rf $(VENV) .memrouter

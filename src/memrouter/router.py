@@ -319,13 +319,8 @@ class Router:
             raise InvalidInput("reason must be text of at most 2,000 characters")
         with self._lock:
             memory = self.store.delete(name, expected_hash=expected_hash)
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                delete_memory(self._conn, memory.name)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+            with write_transaction(self._conn) as writer:
+                delete_memory(self._conn, writer, memory.name)
         log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
         return memory
 

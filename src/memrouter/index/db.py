@@ -159,7 +159,13 @@ def open_index(path: Path, migrations: list[Migration] | None = None) -> tuple[s
     migrations = MIGRATIONS if migrations is None else migrations
     path.parent.mkdir(parents=True, exist_ok=True)
     warning = None
-    conn = connect(path)
+    try:
+        conn = connect(path)
+    except sqlite3.DatabaseError as exc:
+        aside = _move_aside(path)
+        warning = f"index {path} was unusable ({exc}); moved to {aside.name} and rebuilt from the memory files"
+        log.warning(warning)
+        conn = connect(path)
     try:
         _check(conn)
         _migrate(conn, migrations)

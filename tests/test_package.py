@@ -1,0 +1,85 @@
+"""The public API, the import layering and the documentation stay honest."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import memrouter
+
+SRC = Path(memrouter.__file__).parent
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_public_api() -> None:
+    assert sorted(memrouter.__all__) == sorted(
+        [
+            "BackendContractError", "BackendError", "BackendNotInstalled", "BackendUnavailable", "Config",
+            "ConfigError", "Conflict", "Filters", "Hit", "IndexCorrupt", "InvalidInput", "Match", "Memory",
+            "MemoryRouterError", "NotFound", "Router", "__version__",
+        ]
+    )  # fmt: skip
+    for name in memrouter.__all__:
+        assert hasattr(memrouter, name)
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_lower_layers_never_import_the_interfaces() -> None:
+    for layer in ("store", "index", "embed", "backends", "sync"):
+        folder = SRC / layer
+        if not folder.is_dir():
+            continue
+        for path in folder.rglob("*.py"):
+            for module in _imports(path):
+                assert not module.startswith(("memrouter.cli", "memrouter.mcp_server", "memrouter.router")), (
+                    f"{path.relative_to(SRC)} imports {module}"
+                )
+
+
+def test_every_error_descends_from_the_root() -> None:
+    from memrouter import errors
+
+    for name in errors.__all__:
+        obj = getattr(errors, name)
+        if isinstance(obj, type):
+            assert issubclass(obj, errors.MemoryRouterError)
+
+
+def test_lexical_search_does_not_import_heavy_modules(tmp_path: Path) -> None:
+    memories = tmp_path / "m"
+    memories.mkdir()
+    (memories / "a.md").write_text("# Alpha\n\nlexical only\n")
+    code = (
+        "import sys\n"
+        "from memrouter.cli import main\n"
+        f"sys.argv = ['memrouter', '--root', {str(memories)!r}, '--index-dir', {str(tmp_path / 'idx')!r},"
+        " 'search', 'lexical', '--mode', 'lexical']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('numpy', 'mcp', 'onnxruntime', 'tokenizers', 'yaml', 'platformdirs') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in output, output
+
+
+def test_every_cli_command_is_in_the_readme() -> None:
+    from memrouter.cli import main
+
+    text = README.read_text(encoding="utf-8")
+    for name in main.commands:
+        assert re.search(rf"memrouter (\[[^\]]*\] )*{name}\b", text) or f"memrouter {name}" in text, name
+    assert text.lstrip().startswith("# memrouter")
+    assert "make demo" in text.split("\n## ")[0] + text.split("\n## ")[1]
