@@ -9,16 +9,23 @@ from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import INSTALL_HINT, model_dir
 from memrouter.errors import BackendNotInstalled
 
-__all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy"]
+__all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy", "resolve_model_path"]
 
 
-def _model_path(model_path: Path | str | None) -> Path:
-    return Path(model_path) if model_path is not None else model_dir()
+def resolve_model_path(model_path: Path | str | None) -> Path:
+    """The bundled model folder, or ``model_path`` once checked to hold the model files."""
+    if model_path is None:
+        return model_dir()
+    path = Path(model_path)
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (path / name).is_file():
+            raise BackendNotInstalled("minilm", f"{path / name} is missing; {INSTALL_HINT}")
+    return path
 
 
 def load_minilm_onnx(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
     """all-MiniLM-L6-v2 on onnxruntime; BackendNotInstalled if onnxruntime is missing."""
-    path = _model_path(model_path)
+    path = resolve_model_path(model_path)
     try:
         from memrouter.embed.onnx_bert import OnnxEmbedder
     except ImportError as exc:
@@ -31,7 +38,7 @@ def load_minilm_onnx(*, model_path: Path | str | None = None, **options: Any) ->
 
 def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
     """all-MiniLM-L6-v2 as a numpy forward pass (needs only numpy and tokenizers)."""
-    path = _model_path(model_path)
+    path = resolve_model_path(model_path)
     from memrouter.embed.numpy_bert import NumpyEmbedder
 
     try:
@@ -46,7 +53,7 @@ def load_minilm(*, model_path: Path | str | None = None, **options: Any) -> Bert
     Both give the same vectors, so the choice never invalidates an index. The
     embedder's ``runtime`` attribute says which one was picked.
     """
-    path = _model_path(model_path)
+    path = resolve_model_path(model_path)
     numpy_only = {k: v for k, v in options.items() if k not in ("threads", "cache_dir")}
     try:
         import onnxruntime  # noqa: F401

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrouter.embed.bert import BertEmbedderBase
-from memrouter.embed.weights import model_dir
 from memrouter.errors import BackendNotInstalled
 
 if TYPE_CHECKING:
@@ -73,5 +72,6 @@ def load_sentence_transformer(
         import sentence_transformers  # noqa: F401
     except ImportError as exc:
         raise BackendNotInstalled("sentence-transformers", HINT) from exc
-    path = Path(model_path) if model_path is not None else model_dir()
-    return SentenceTransformerEmbedder(path, **options)
+    from memrouter.embed.loaders import resolve_model_path
+
+    return SentenceTransformerEmbedder(resolve_model_path(model_path), **options)

@@ -1,0 +1,110 @@
+"""Behaviour of the MiniLM runtimes: shapes, norms, windowing, batching, tokens."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memrouter.embed import Embedder, embed, embed_many
+from memrouter.embed.bert import BertEmbedderBase
+from memrouter.embed.numpy_bert import erf, gelu_
+
+pytestmark = pytest.mark.slow
+
+TEXTS = [
+    "The index is rebuilt from the markdown files.",
+    "short",
+    "",
+    "Sync is one way: canonical files to the external service, by content hash. " * 8,
+    "naïve café ☕ 日本語",
+]
+
+
+def test_is_an_embedder(minilm: BertEmbedderBase) -> None:
+    assert isinstance(minilm, Embedder)
+    assert minilm.model_id == "all-MiniLM-L6-v2"
+    assert minilm.dimension == 384
+    assert minilm.max_tokens == 256
+
+
+def test_vectors_are_float32_unit_rows(minilm: BertEmbedderBase) -> None:
+    vectors = minilm.embed_batch(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_empty_batch(minilm: BertEmbedderBase) -> None:
+    assert minilm.embed_batch([]).shape == (0, 384)
+
+
+def test_a_string_is_not_a_batch(minilm: BertEmbedderBase) -> None:
+    with pytest.raises(TypeError):
+        minilm.embed_batch("one text")  # type: ignore[arg-type]
+
+
+def test_batching_does_not_change_vectors(minilm: BertEmbedderBase) -> None:
+    together = minilm.embed_batch(TEXTS)
+    alone = np.stack([minilm.embed(text) for text in TEXTS])
+    np.testing.assert_allclose(np.sum(together * alone, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(embed(minilm, TEXTS[0]), alone[0], atol=1e-6)
+
+
+def test_related_texts_are_closer_than_unrelated(minilm: BertEmbedderBase) -> None:
+    query, near, far = minilm.embed_batch(
+        ["how is continuous integration configured?", "The CI pipeline runs make test on every push.",
+         "Grandma's apple pie needs cinnamon."]
+    )
+    assert float(query @ near) > float(query @ far) + 0.2
+
+
+def test_long_text_is_windowed_not_truncated(minilm_onnx: BertEmbedderBase) -> None:
+    head = "The deployment uses blue green switching with health checks. " * 30
+    tail = "Database migrations are reversible and tested in staging. " * 30
+    assert minilm_onnx.count_tokens(head) > 256
+    combined, head_only = minilm_onnx.embed_batch([head + tail, head])
+    # Truncation would make both identical: the tail must move the vector.
+    assert float(combined @ head_only) < 0.99
+    tail_vector = minilm_onnx.embed(tail)
+    assert float(combined @ tail_vector) > float(head_only @ tail_vector)
+
+
+def test_windows_are_token_weighted(minilm_onnx: BertEmbedderBase) -> None:
+    tokenizer = minilm_onnx._tokenizer
+    text = "word " * 300  # 300 pieces: windows of 254 and 46
+    pieces = tokenizer.encode(text, add_special_tokens=False).ids
+    assert len(pieces) == 300
+    windows = minilm_onnx._embed_windows([pieces[:254], pieces[254:]])
+    expected = 254 * windows[0] + 46 * windows[1]
+    expected /= np.linalg.norm(expected)
+    np.testing.assert_allclose(minilm_onnx.embed(text), expected, atol=1e-5)
+
+
+def test_count_tokens_includes_special_tokens(minilm: BertEmbedderBase) -> None:
+    assert minilm.count_tokens("") == 2
+    assert minilm.count_tokens("hello") == 3
+    assert minilm.count_tokens("hello world") == 4
+
+
+def test_embed_many_orders_and_reports_progress(minilm_onnx: BertEmbedderBase) -> None:
+    calls: list[tuple[int, int]] = []
+    vectors = embed_many(minilm_onnx, TEXTS, batch_size=2, progress=lambda done, total: calls.append((done, total)))
+    direct = minilm_onnx.embed_batch(TEXTS)
+    np.testing.assert_allclose(np.sum(vectors * direct, axis=1), 1.0, atol=1e-5)
+    assert calls == [(2, 5), (4, 5), (5, 5)]
+
+
+def test_runtimes_agree(minilm_onnx: BertEmbedderBase, minilm_numpy: BertEmbedderBase) -> None:
+    a = minilm_onnx.embed_batch(TEXTS)
+    b = minilm_numpy.embed_batch(TEXTS)
+    assert np.min(np.sum(a * b, axis=1)) >= 0.99999
+
+
+def test_erf_and_gelu_are_accurate() -> None:
+    x = np.linspace(-7, 7, 5001, dtype=np.float32)
+    expected = np.array([math.erf(float(v)) for v in x])
+    assert np.max(np.abs(erf(x) - expected)) < 1e-6
+    gelu_expected = np.array([0.5 * float(v) * (1 + math.erf(float(v) / math.sqrt(2))) for v in x])
+    assert np.max(np.abs(gelu_(x.copy()) - gelu_expected)) < 1e-5
