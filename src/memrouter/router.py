@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from memrouter.config import Config
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.index import db
+from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
 from memrouter.index.refresh import (
     Progress,
@@ -42,6 +43,8 @@ __all__ = ["Router"]
 log = logging.getLogger(__name__)
 
 CANONICAL = "canonical"
+# Each retriever returns this many candidates before fusion (DESIGN.md "Retrieval").
+CANDIDATE_POOL = 50
 MAX_CONTENT_CHARS = 1_000_000
 
 
@@ -180,32 +183,41 @@ class Router:
                 return self._search_canonical(query, limit, mode, filters, content)
 
     def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
-        if mode == "semantic":
-            raise InvalidInput("semantic search needs embeddings, which this index does not have; use --mode lexical")
-        found = self._lexical.search(self._conn, query, filters, limit=limit)
-        rows = self._rows([hit.memory_id for hit in found])
+        """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
+        lists = self._candidates(query, mode, filters, max(limit, CANDIDATE_POOL))
+        fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k)[:limit]
+        rows = self._rows([item.memory_id for item in fused])
         hits = []
-        for rank, hit in enumerate(found, 1):
-            row = rows.get(hit.memory_id)
+        for item in fused:
+            row = rows.get(item.memory_id)
             if row is None:
                 continue
-            score = round(hit.score, 6)
             hits.append(
                 Hit(
                     name=row["name"],
                     title=row["title"],
-                    score=score,
+                    score=item.score,
                     source=CANONICAL,
                     channel=row["channel"],
                     path=row["path"],
                     hash=row["hash"],
                     snippet=snippet(row["body"], query),
-                    why=(Match("lexical", rank, score),),
+                    why=item.why,
                     kind=row["kind"],
                     content=self._content_of(row["name"]) if content else None,
                 )
             )
         return hits
+
+    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, list[Ranked]]:
+        """Each retriever's top ``pool`` for the query, filters applied inside each."""
+        lists: dict[str, list[Ranked]] = {}
+        if mode in ("hybrid", "lexical"):
+            found = self._lexical.search(self._conn, query, filters, limit=pool)
+            lists["lexical"] = [Ranked(hit.memory_id, hit.score) for hit in found]
+        if mode == "semantic":
+            raise InvalidInput("semantic search needs embeddings, which this index does not have; use --mode lexical")
+        return lists
 
     def _rows(self, ids: list[int]) -> dict[int, sqlite3.Row]:
         if not ids:

@@ -1,0 +1,61 @@
+"""Reciprocal rank fusion: merge ranked lists from several retrievers.
+
+Each retriever contributes ``weight / (k + rank)`` for every memory it
+returns; the sum orders the fused list. Ranks, not raw scores, are combined,
+so retrievers with incomparable score scales (BM25, cosine) mix fairly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from memrouter.model import Match
+
+__all__ = ["Ranked", "Fused", "reciprocal_rank_fusion"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """One retriever's candidate: a memory row id, its raw score, optional detail."""
+
+    memory_id: int
+    score: float
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A fused result: the row id, the fused score and why (per retriever)."""
+
+    memory_id: int
+    score: float
+    why: tuple[Match, ...]
+
+
+def reciprocal_rank_fusion(
+    lists: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: int = 60
+) -> list[Fused]:
+    """Fuse ``lists`` (retriever name -> candidates, best first), best first.
+
+    A single list keeps its own order and scores, so one retriever alone
+    behaves exactly as it would unfused.
+    """
+    active = {name: ranked for name, ranked in lists.items() if ranked}
+    if len(active) == 1:
+        (name, ranked), = active.items()
+        return [
+            Fused(c.memory_id, c.score, (Match(name, rank, round(c.score, 6), c.detail),))
+            for rank, c in enumerate(ranked, 1)
+        ]
+    totals: dict[int, float] = {}
+    matches: dict[int, list[Match]] = {}
+    for name, ranked in active.items():
+        weight = weights.get(name, 1.0)
+        for rank, candidate in enumerate(ranked, 1):
+            totals[candidate.memory_id] = totals.get(candidate.memory_id, 0.0) + weight / (k + rank)
+            matches.setdefault(candidate.memory_id, []).append(
+                Match(name, rank, round(candidate.score, 6), candidate.detail)
+            )
+    ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    return [Fused(mid, round(score, 6), tuple(matches[mid])) for mid, score in ordered]
