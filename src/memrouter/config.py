@@ -15,9 +15,7 @@ cache directory, so read-only folders can be searched too.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,13 +131,17 @@ def _project_of(memories: Path) -> Path | None:
 def _cache_dir_for(memories: Path) -> Path:
     import platformdirs
 
-    digest = hashlib.sha256(str(memories).encode()).hexdigest()[:16]
+    from memrouter.store.parse import sha256_hex
+
+    digest = sha256_hex(str(memories).encode())[:16]
     return Path(platformdirs.user_cache_dir("memrouter")) / "roots" / f"{memories.name}-{digest}"
 
 
 def _read_toml(path: Path | None) -> tuple[dict[str, Any], str | None]:
     if path is None or not path.is_file():
         return {}, None
+    import tomllib  # lazy: most projects have no configuration file
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle), str(path)

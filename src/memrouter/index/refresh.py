@@ -8,7 +8,6 @@ never sees half of it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -22,6 +21,7 @@ from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
 from memrouter.model import Memory
 from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore
+from memrouter.store.parse import sha256_hex
 
 __all__ = ["RefreshReport", "refresh_index", "upsert_memory", "delete_memory", "write_transaction", "Progress"]
 
@@ -199,7 +199,7 @@ def _refresh_one(
     except OSError as exc:
         report.problems[stat.name] = f"unreadable: {exc.strerror or exc}"
         return
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = sha256_hex(raw)
     if seen is not None and seen[0] == digest:
         conn.execute(
             "UPDATE memories SET mtime_ns = ?, size = ? WHERE name = ?", (stat.mtime_ns, stat.size, stat.name)

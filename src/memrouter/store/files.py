@@ -10,7 +10,6 @@ since, the write is refused with ``Conflict``.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from typing import Iterator
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.model import Memory
 from memrouter.store.names import SUFFIX, name_for_path, path_for_name, validate_name
-from memrouter.store.parse import parse_memory
+from memrouter.store.parse import parse_memory, sha256_hex
 
 __all__ = ["FileStat", "MemoryStore", "decode", "MAX_FILE_BYTES"]
 
@@ -119,7 +118,7 @@ class MemoryStore:
         # The identity of a file is its stored bytes, even when they are not UTF-8.
         return replace(
             memory,
-            hash=hashlib.sha256(raw).hexdigest(),
+            hash=sha256_hex(raw),
             problems=(problem, *memory.problems),
         )
 
@@ -130,7 +129,7 @@ class MemoryStore:
         except NotFound:
             return None
         # Equal to content_hash(text) for UTF-8 files; the stored bytes otherwise.
-        return hashlib.sha256(raw).hexdigest()
+        return sha256_hex(raw)
 
     # -- writing -----------------------------------------------------------
     def _check_writable(self) -> None:

@@ -8,14 +8,13 @@ Everything else is kept in ``Memory.extra``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
 from memrouter.model import CHANNELS, STATUSES, Memory, channel_for_kind
 from memrouter.store import frontmatter
 
-__all__ = ["content_hash", "parse_memory", "first_heading"]
+__all__ = ["content_hash", "sha256_hex", "parse_memory", "first_heading"]
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _CONFIDENCE_WORDS = {"high": 0.9, "medium": 0.6, "med": 0.6, "low": 0.3}
@@ -36,9 +35,16 @@ KNOWN_KEYS = frozenset(
 )
 
 
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` in lower-case hex."""
+    import hashlib  # lazy: loading OpenSSL costs tens of ms, and a search may hash nothing
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def content_hash(text: str) -> str:
     """SHA-256 of the UTF-8 bytes of the whole file text, lower-case hex."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 def first_heading(body: str) -> str | None:
