@@ -59,15 +59,15 @@ def document_terms(memory: Memory) -> tuple[dict[str, float], float]:
         "tags": " ".join(memory.tags),
         "body": memory.body,
     }
-    weighted: Counter[str] = Counter()
+    weighted: dict[str, float] = {}
     length = 0.0
     for field, text in fields.items():
         weight = FIELD_WEIGHTS[field]
         counts = Counter(tokens(text))
         length += weight * sum(counts.values())
         for term, count in counts.items():
-            weighted[term] += weight * count
-    return dict(weighted), length
+            weighted[term] = weighted.get(term, 0.0) + weight * count
+    return weighted, length
 
 
 def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[object]]:
