@@ -40,7 +40,8 @@ def _works(backend: ForgetfulBackend) -> None:
 
 
 def test_nothing_listening_is_unavailable() -> None:
-    with ForgetfulBackend(ForgetfulConfig(url=f"http://127.0.0.1:{free_port()}/mcp", timeout=TIMEOUT)) as backend:
+    config = ForgetfulConfig(url=f"http://127.0.0.1:{free_port()}/mcp", timeout=TIMEOUT, connect_timeout=TIMEOUT)
+    with ForgetfulBackend(config) as backend:
         assert backend.available() is False
         with pytest.raises(BackendUnavailable):
             backend.search("query", 3)
@@ -50,7 +51,7 @@ def test_nothing_listening_is_unavailable() -> None:
 
 def test_port_that_never_answers_times_out_as_unavailable() -> None:
     with hanging_listener() as port:
-        config = ForgetfulConfig(url=f"http://127.0.0.1:{port}/mcp", timeout=0.5)
+        config = ForgetfulConfig(url=f"http://127.0.0.1:{port}/mcp", timeout=0.5, connect_timeout=0.5)
         with ForgetfulBackend(config) as backend:
             assert backend.available() is True  # the port accepts...
             with pytest.raises(BackendUnavailable, match="no answer within 0.5 s"):

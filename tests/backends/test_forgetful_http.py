@@ -136,10 +136,11 @@ def test_headers_and_token_are_sent(fake_http: FakeServer) -> None:
         assert backend.search(word, 1)[0].remote_id == remote_id
 
 
-def test_legacy_handshake(fake_http: FakeServer) -> None:
-    with ForgetfulBackend(ForgetfulConfig(url=fake_http.url, protocol="legacy")) as backend:
+def test_auto_protocol_negotiation(fake_http: FakeServer) -> None:
+    # The default is the initialize handshake (what Forgetful 0.6.0 speaks); "auto" probes first.
+    with ForgetfulBackend(ForgetfulConfig(url=fake_http.url, protocol="auto")) as backend:
         word = unique_word()
-        remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} legacy"))
+        remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} auto"))
         assert backend.search(word, 1)[0].remote_id == remote_id
 
 

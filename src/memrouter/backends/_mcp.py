@@ -113,13 +113,22 @@ class McpSession:
     """One MCP client session kept open on a private event-loop thread, used synchronously.
 
     ``label`` names the peer in error messages. ``timeout`` is the default
-    deadline of one call, connecting included. Thread-safe.
+    deadline of one call; opening a connection (starting a stdio server, the
+    handshake) has its own deadline, ``connect_timeout``. Thread-safe.
     """
 
-    def __init__(self, factory: ClientFactory, *, label: str, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        factory: ClientFactory,
+        *,
+        label: str,
+        timeout: float = 10.0,
+        connect_timeout: float = 30.0,
+    ) -> None:
         self._factory = factory
         self.label = label
         self.timeout = timeout
+        self.connect_timeout = connect_timeout
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -143,7 +152,7 @@ class McpSession:
         future = asyncio.run_coroutine_threadsafe(self._call(name, dict(arguments), deadline), loop)
         try:
             # The coroutine enforces the deadline itself; this margin only guards against a stuck loop.
-            return future.result(timeout=deadline + _CLOSE_GRACE_S + 1.0)
+            return future.result(timeout=self.connect_timeout + deadline + _CLOSE_GRACE_S + 1.0)
         except concurrent.futures.TimeoutError as exc:
             future.cancel()
             raise BackendUnavailable(f"{self.label}: no answer within {deadline:g} s") from exc
@@ -180,12 +189,15 @@ class McpSession:
     async def _call(
         self, name: str, arguments: dict[str, Any], timeout: float
     ) -> mcp_types.CallToolResult:
+        limit = self.connect_timeout
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(limit):
                 client = await self._connected()
+            limit = timeout
+            with anyio.fail_after(limit):
                 return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
         except Exception as exc:
-            error = translate(exc, self.label, timeout)
+            error = translate(exc, self.label, limit)
             self._drop_soon()
             raise error from exc
 

@@ -29,10 +29,13 @@ Configuration (``ForgetfulConfig.from_mapping``), one of:
   database path, its embeddings endpoint such as ``EMBEDDING_PROVIDER`` and
   ``OPENAI_BASE_URL``).
 
-plus ``timeout`` (seconds per call, default 10), ``name`` (default
-``forgetful``), ``protocol`` (``auto`` or ``legacy``, the SDK's connect
-mode), ``health_ttl`` (seconds, default 30) and ``query_context`` (the
-``query_context`` sent with every search).
+plus ``timeout`` (seconds per call, default 10), ``connect_timeout``
+(seconds to start and handshake, default 30: the real server takes about
+10 s to start over stdio), ``name`` (default ``forgetful``), ``protocol``
+(``legacy``, the initialize handshake Forgetful 0.6.0 speaks, or ``auto``,
+the SDK's probe for the 2026 protocol first), ``health_ttl`` (seconds,
+default 30) and ``query_context`` (the ``query_context`` sent with every
+search).
 
 Health: for a URL, a TCP connect to its host and port (500 ms, cached 30 s);
 for a command, that the command exists (the process starts on first use).
@@ -95,8 +98,9 @@ class ForgetfulConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     token: str | None = None
     timeout: float = 10.0
+    connect_timeout: float = 30.0
     name: str = "forgetful"
-    protocol: str = "auto"
+    protocol: str = "legacy"
     health_ttl: float = DEFAULT_TTL_S
     query_context: str = "memrouter search for relevant project memories"
 
@@ -105,8 +109,8 @@ class ForgetfulConfig:
             raise ConfigError("forgetful: give exactly one of 'url' and 'command'")
         if self.url is not None:
             host_port(self.url)
-        if self.timeout <= 0:
-            raise ConfigError("forgetful: 'timeout' must be positive")
+        if self.timeout <= 0 or self.connect_timeout <= 0:
+            raise ConfigError("forgetful: 'timeout' and 'connect_timeout' must be positive")
         if self.protocol not in ("auto", "legacy"):
             raise ConfigError("forgetful: 'protocol' must be 'auto' or 'legacy'")
 
@@ -126,7 +130,7 @@ class ForgetfulConfig:
         for key in ("env", "headers"):
             if key in values:
                 values[key] = {str(k): str(v) for k, v in dict(values[key] or {}).items()}
-        for key in ("timeout", "health_ttl"):
+        for key in ("timeout", "connect_timeout", "health_ttl"):
             if key in values:
                 try:
                     values[key] = float(values[key])
@@ -262,6 +266,8 @@ class ForgetfulBackend:
         if remote_id is None:
             data = self.execute("create_memory", arguments)
             return str(_field(data, "id", (int, str), "create_memory"))
+        if not arguments["context"]:
+            del arguments["context"]  # update_memory refuses an empty context (it cannot be cleared)
         data = self.execute("update_memory", {"memory_id": _int_id(remote_id), **arguments})
         return str(data.get("id", remote_id))
 
@@ -368,7 +374,9 @@ class ForgetfulBackend:
                 timeout=config.timeout,
                 mode=config.protocol,
             )
-        self._session = _mcp.McpSession(factory, label=self.name, timeout=config.timeout)
+        self._session = _mcp.McpSession(
+            factory, label=self.name, timeout=config.timeout, connect_timeout=config.connect_timeout
+        )
         return self._session
 
     def _remote(self, item: Any, tool: str) -> RemoteMemory:

@@ -92,7 +92,7 @@ class MemoryUpdate(BaseModel):
 
     title: str | None = Field(None, min_length=1, max_length=200)
     content: str | None = Field(None, min_length=1, max_length=2000)
-    context: str | None = Field(None, max_length=500)
+    context: str | None = Field(None, min_length=1, max_length=500)
     keywords: list[str] | None = Field(None, max_length=10)
     tags: list[str] | None = Field(None, max_length=10)
     importance: int | None = None

@@ -18,7 +18,7 @@ Run::
         --tiktoken-cache DIR --port 8020
 
 then point ``MEMROUTER_TEST_FORGETFUL_URL=http://127.0.0.1:8020/mcp`` at it
-for ``tests/backends/test_forgetful_real.py``. Stops on Ctrl-C.
+for ``tests/backends/test_forgetful_real.py``. Stops on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8020)
     parser.add_argument("--embeddings-port", type=int, default=0)
     options = parser.parse_args(argv)
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     home = tempfile.mkdtemp(prefix="forgetful-home-")
     embeddings_port = options.embeddings_port or free_port()
     embeddings = subprocess.Popen(
