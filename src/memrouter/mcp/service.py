@@ -1,0 +1,328 @@
+"""What the MCP tools do, in plain Python: no MCP SDK here, so it is cheap to import and test.
+
+``MemoryService`` holds one open ``Router`` (the server's, for its whole
+life), the project's task-context file, its git session and, optionally, a
+folder for Serena's shared ``global/<name>`` memories. Every method validates
+its arguments and raises ``MemoryRouterError`` subclasses with a clear
+message; the MCP layer turns those into tool errors.
+
+Two families of tools share the same files:
+
+- memrouter's own (``search``, ``get``, ``save``, ``status``) answer with
+  JSON-ready dicts; memory text is always a field value, never markup;
+- Serena's memory tools (``write_memory``, ``read_memory``, ``list_memories``,
+  ``edit_memory``, ``rename_memory``, ``delete_memory``) answer with the exact
+  strings Serena gives, so an agent prompt written for Serena keeps working.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.model import CHANNELS, Memory
+from memrouter.router import MAX_CONTENT_CHARS, Router
+from memrouter.session.git import GitSession
+from memrouter.session.task import TaskContextStore
+from memrouter.store.edit import replace_text
+from memrouter.store.files import MemoryStore
+from memrouter.store.names import normalize_name, validate_name
+
+__all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
+
+GLOBAL_TOPIC = "global"
+MAX_FILTER_VALUES = 20
+MAX_FILTER_CHARS = 100
+RECENT_LIMIT = 20
+KIND_RESOURCES = {"conventions": ("convention",), "decisions": ("decision", "adr")}
+# Memory bodies returned by one resource read, at most.
+RESOURCE_MAX_CHARS = 200_000
+_FILTER_VALUE = re.compile(r"[^\x00-\x1f\x7f-]([^\x00-\x1f\x7f]*[^\x00-\x1f\x7f ])?")
+
+
+class MemoryService:
+    """The tools' behaviour over one router (see the module docstring)."""
+
+    def __init__(self, router: Router, *, global_root: Path | None = None) -> None:
+        self.router = router
+        self.tasks = TaskContextStore(router.config.index_dir)
+        self.git = GitSession(router.config.project_dir or router.config.root)
+        self.global_store: MemoryStore | None = None
+        if global_root is not None:
+            global_root = Path(global_root).expanduser().resolve()
+            global_root.mkdir(parents=True, exist_ok=True)
+            self.global_store = MemoryStore(global_root)
+
+    # -- memrouter tools --------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        mode: str = "hybrid",
+        channels: list[str] | None = None,
+        kinds: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """The best memories for ``query``: name, title, score, snippet and why each matched."""
+        hits = self.router.search(
+            query,
+            limit=limit,
+            mode=mode,
+            channels=_filter_values("channels", channels),
+            kinds=_filter_values("kinds", kinds),
+            tags=_filter_values("tags", tags),
+        )
+        results = []
+        for hit in hits:
+            item = hit.to_dict()
+            item.pop("path", None)
+            item.pop("hash", None)
+            item["score"] = round(hit.score, 4)
+            results.append(_compact(item))
+        retrievers = sorted({m.retriever for hit in hits for m in hit.why})
+        return {"query": query, "mode": mode, "retrievers": retrievers, "results": results}
+
+    def get(self, memory_name: str) -> dict[str, Any]:
+        """One memory: its fields and, under ``content``, the file text as stored."""
+        scope, name = self._split(memory_name)
+        if scope is not None:
+            return _compact(scope.read(name).to_dict(), keep=("content",))
+        data = self.router.get(name).to_dict()
+        data.pop("path", None)
+        return _compact(data, keep=("content",))
+
+    def save(
+        self,
+        content: str,
+        memory_name: str | None = None,
+        *,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        kind: str | None = None,
+        channel: str | None = None,
+        source: str | None = None,
+    ) -> dict[str, Any]:
+        """Write a memory (front matter for the given fields) and index it."""
+        if memory_name is not None:
+            _, memory_name = self._split(memory_name, project_only=True)
+        memory = self.router.save(
+            content, memory_name, title=title, tags=_filter_values("tags", tags), kind=kind, channel=channel,
+            source=source,
+        )  # fmt: skip
+        data = memory.to_dict(content=False)
+        data.pop("path", None)
+        return _compact(data)
+
+    def status(self) -> dict[str, Any]:
+        """The router's status plus what this server adds (global memories, task context)."""
+        data = self.router.status()
+        data["server"] = {
+            "global_root": str(self.global_store.root) if self.global_store else None,
+            "task_context": self.tasks.path.exists(),
+        }
+        return data
+
+    # -- Serena's memory tools --------------------------------------------------
+    def write_memory(self, memory_name: str, content: str, max_chars: int = -1) -> str:
+        """Serena's ``write_memory``: the content verbatim, in ``<name>.md``."""
+        if not isinstance(content, str):
+            raise InvalidInput("content must be text")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or (max_chars < 1 and max_chars != -1):
+            raise InvalidInput("max_chars must be a positive whole number, or -1 for the default")
+        limit = MAX_CONTENT_CHARS if max_chars == -1 else min(max_chars, MAX_CONTENT_CHARS)
+        if len(content) > limit:
+            raise InvalidInput(
+                f"Content for {normalize_name(memory_name)} is too long. Max length is {limit} characters. "
+                "Please make the content shorter."
+            )
+        scope, name = self._split(memory_name)
+        if scope is not None:
+            scope.write(name, content)
+            return f"Memory {GLOBAL_TOPIC}/{name} written."
+        memory = self.router.save(content, name)
+        return f"Memory {memory.name} written."
+
+    def read_memory(self, memory_name: str) -> str:
+        """Serena's ``read_memory``: the file text as stored (front matter included)."""
+        scope, name = self._split(memory_name)
+        try:
+            if scope is not None:
+                return scope.read(name).text
+            return self.router.get(name).text
+        except NotFound as exc:
+            raise NotFound(f"Memory named '{_display(scope, name)}' not found") from exc
+
+    def list_memories(self, topic: str = "", channel: str | None = None, kind: str | None = None) -> str:
+        """Serena's ``list_memories``: ``{"memories": [...]}`` as a JSON string, ``{}`` when empty."""
+        if not isinstance(topic, str):
+            raise InvalidInput("topic must be text")
+        topic = topic.strip().strip("/")
+        prefix = None
+        names: list[str] = []
+        include_global = self.global_store is not None and channel is None and kind is None
+        if topic:
+            if topic == GLOBAL_TOPIC or topic.startswith(GLOBAL_TOPIC + "/"):
+                store = self._global()
+                sub = topic[len(GLOBAL_TOPIC) + 1 :]
+                if sub:
+                    sub = validate_name(sub, strict=False)
+                return _memory_list(
+                    f"{GLOBAL_TOPIC}/{stat.name}"
+                    for stat in store.scan()
+                    if not sub or stat.name.startswith(sub + "/")
+                )
+            prefix = validate_name(topic, strict=False) + "/"
+            include_global = False
+        if channel is not None and channel not in CHANNELS:
+            raise InvalidInput(f"unknown channel {channel!r}; expected one of {', '.join(CHANNELS)}")
+        if kind is not None:
+            _filter_values("kind", [kind])
+        names = [item["name"] for item in self.router.list(prefix, channel, kind)]
+        if include_global and self.global_store is not None:
+            names += [f"{GLOBAL_TOPIC}/{stat.name}" for stat in self.global_store.scan()]
+        return _memory_list(names)
+
+    def edit_memory(
+        self, memory_name: str, needle: str, repl: str, mode: str, allow_multiple_occurrences: bool = False
+    ) -> str:
+        """Serena's ``edit_memory``: replace a literal string or a regex match (MULTILINE, DOTALL)."""
+        scope, name = self._split(memory_name)
+        try:
+            if scope is not None:
+                memory = scope.read(name)
+                text, _ = replace_text(memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences)
+                scope.write(name, text, expected_hash=memory.hash)
+            else:
+                self.router.edit(name, needle, repl, mode=mode, allow_multiple_occurrences=allow_multiple_occurrences)
+        except NotFound as exc:
+            raise NotFound(f"Memory {_display(scope, name)} not found.") from exc
+        return f"Memory {_display(scope, name)} edited successfully."
+
+    def rename_memory(self, old_name: str, new_name: str) -> str:
+        """Serena's ``rename_memory``: move the file and rewrite ``mem:<old>`` references."""
+        old_scope, old = self._split(old_name)
+        new_scope, new = self._split(new_name)
+        if old_scope is not None or new_scope is not None:
+            raise InvalidInput("renaming global memories is not supported; write the new one and delete the old one")
+        try:
+            self.router.get(old)
+        except NotFound as exc:
+            raise NotFound(f"Memory {old} not found.") from exc
+        try:
+            moved, _ = self.router.rename(old, new)
+        except Conflict as exc:
+            raise Conflict(f"Memory {new} already exists.") from exc
+        return f"Memory renamed from {old} to {moved.name}."
+
+    def delete_memory(self, memory_name: str, reason: str | None = None) -> str:
+        """Serena's ``delete_memory``; a missing memory is not an error."""
+        scope, name = self._split(memory_name)
+        try:
+            if scope is not None:
+                scope.delete(name)
+            else:
+                self.router.delete(name, reason)
+        except NotFound:
+            return f"Memory {_display(scope, name)} not found."
+        return f"Memory {_display(scope, name)} deleted."
+
+    # -- resources ------------------------------------------------------------
+    def recent(self, limit: int = RECENT_LIMIT) -> dict[str, Any]:
+        """The most recently changed memories (by file modification time), newest first."""
+        stats = sorted(self.router.store.scan(), key=lambda stat: stat.mtime_ns, reverse=True)[:limit]
+        from datetime import datetime, timezone
+
+        titles = {item["name"]: item for item in self.router.list()}
+        return {
+            "memories": [
+                {
+                    "name": stat.name,
+                    "title": titles.get(stat.name, {}).get("title"),
+                    "kind": titles.get(stat.name, {}).get("kind"),
+                    "modified": datetime.fromtimestamp(stat.mtime_ns / 1e9, timezone.utc).isoformat(timespec="seconds"),
+                }
+                for stat in stats
+            ]
+        }
+
+    def by_kind(self, resource: str) -> dict[str, Any]:
+        """Every memory of the kinds behind ``resource`` (``conventions``, ``decisions``), with text."""
+        kinds = KIND_RESOURCES[resource]
+        memories: list[dict[str, Any]] = []
+        budget = RESOURCE_MAX_CHARS
+        truncated = False
+        items = sorted((item for kind in kinds for item in self.router.list(kind=kind)), key=lambda i: i["name"])
+        for item in items:
+            try:
+                memory = self.router.get(item["name"])
+            except NotFound:
+                continue
+            if len(memory.text) > budget:
+                truncated = True
+                break
+            budget -= len(memory.text)
+            memories.append({"name": memory.name, "title": memory.title, "kind": memory.kind, "content": memory.text})
+        return {"kinds": list(kinds), "memories": memories, "truncated": truncated}
+
+    def memory_text(self, name: str) -> Memory:
+        """The memory behind ``memory://<name>``."""
+        scope, name = self._split(name)
+        return scope.read(name) if scope is not None else self.router.get(name)
+
+    # -- names ----------------------------------------------------------------
+    def _split(self, memory_name: str, *, project_only: bool = False) -> tuple[MemoryStore | None, str]:
+        """Validate a name; ``global/<name>`` goes to the global store (None = the project)."""
+        name = validate_name(memory_name, strict=False)
+        if name == GLOBAL_TOPIC:
+            raise InvalidInput(f'"{GLOBAL_TOPIC}" alone is not a memory name; use "{GLOBAL_TOPIC}/<name>"')
+        if name.startswith(GLOBAL_TOPIC + "/"):
+            if project_only:
+                raise InvalidInput("save_memory writes project memories; use write_memory for global/<name>")
+            return self._global(), validate_name(name[len(GLOBAL_TOPIC) + 1 :], strict=False)
+        return None, name
+
+    def _global(self) -> MemoryStore:
+        if self.global_store is None:
+            raise InvalidInput(
+                "global memories are not enabled on this server: start it with --global-root DIR "
+                "(or MEMROUTER_GLOBAL_ROOT) to keep global/<name> memories there"
+            )
+        return self.global_store
+
+
+def _display(scope: MemoryStore | None, name: str) -> str:
+    return f"{GLOBAL_TOPIC}/{name}" if scope is not None else name
+
+
+def _memory_list(names: Iterable[str]) -> str:
+    unique = sorted(set(names))
+    return json.dumps({"memories": unique}) if unique else "{}"
+
+
+def _filter_values(label: str, values: list[str] | str | None) -> list[str] | None:
+    """Filter lists from agents: at most 20 short values of plain characters."""
+    if values is None:
+        return None
+    if isinstance(values, str):
+        values = [values]
+    if len(values) > MAX_FILTER_VALUES:
+        raise InvalidInput(f"{label}: at most {MAX_FILTER_VALUES} values")
+    for value in values:
+        if not isinstance(value, str) or len(value) > MAX_FILTER_CHARS or not _FILTER_VALUE.fullmatch(value):
+            raise InvalidInput(
+                f"{label}: {value!r} is not a valid value (printable text of at most {MAX_FILTER_CHARS} characters)"
+            )
+    return values or None
+
+
+def _compact(data: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Leave out empty and default fields: every key costs the agent context."""
+    defaults = {"scope": "project", "status": "active", "confidence": 1.0}
+    return {
+        key: value
+        for key, value in data.items()
+        if key in keep or (value not in (None, [], {}, "") and defaults.get(key, object()) != value)
+    }

@@ -1,0 +1,77 @@
+"""``memrouter serve``: the MCP server over stdio or streamable HTTP.
+
+The server holds one Router for its whole life (watching the files, so hand
+edits are seen), answers memrouter's tools, Serena's memory tools, session
+tools and ``memory://`` resources (see ``memrouter.mcp.server``). The MCP SDK
+is imported only here, so other commands start fast; the embedding model, if
+any, loads on the first search that needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memrouter.errors import ConfigError, MemoryRouterError
+
+if TYPE_CHECKING:
+    from memrouter.router import Router
+
+__all__ = ["serve", "DEFAULT_HOST", "DEFAULT_PORT"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def serve(
+    root: str | Path | None = None,
+    index_dir: str | Path | None = None,
+    *,
+    http: bool = False,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    global_root: str | Path | None = None,
+) -> None:
+    """Run the MCP server until stdin closes (stdio) or the process is stopped (HTTP).
+
+    Binding HTTP to anything but a loopback address requires ``token``;
+    with a token, requests must send ``Authorization: Bearer <token>``.
+    """
+    from memrouter.mcp.http import is_loopback, run_http
+
+    if http and not token and not is_loopback(host):
+        raise ConfigError(
+            f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN"
+        )
+    if token is not None and not token.strip():
+        raise ConfigError("the bearer token must not be empty")
+    from memrouter.mcp.server import create_server
+    from memrouter.mcp.service import MemoryService
+    from memrouter.router import Router
+
+    router = Router.open(root=root, index_dir=index_dir, watch=True)
+    try:
+        service = MemoryService(router, global_root=Path(global_root) if global_root else None)
+        server = create_server(service)
+        # Bring the index up to date while the client connects, not on its first call.
+        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
+        if http:
+            run_http(server, host, port, token)
+        else:
+            server.run("stdio")
+    finally:
+        router.close()
+
+
+def _warm(router: Router) -> None:
+    """Refresh the index and start watching the files (what the first call would do)."""
+    try:
+        router.status()
+    except (MemoryRouterError, sqlite3.Error) as exc:
+        log.warning("initial index refresh failed: %s", exc)
