@@ -304,4 +304,27 @@ def status(state: State, fmt: str) -> None:
     emit(fmt, data, text)
 
 
+@main.command()
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port with --http.")
+@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
+              help="Bearer token HTTP clients must send (required off loopback; env MEMROUTER_TOKEN).")
+@click.option("--global-root", envvar="MEMROUTER_GLOBAL_ROOT", type=click.Path(file_okay=False), default=None,
+              help="Folder for Serena-style global/<name> memories (default: refused).")
+@pass_state
+@handle_errors
+def serve(
+    state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None
+) -> None:  # fmt: skip
+    """Run the MCP server over stdio (or streamable HTTP with --http)."""
+    from memrouter.mcp_server import serve as run_server
+
+    if use_http:
+        click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp", err=True)
+    run_server(
+        state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root
+    )
+
+
 __all__ = ["main"]

@@ -384,6 +384,66 @@ class Router:
             },
         }
 
+    # -- editing in place (Serena's edit_memory and rename_memory) -----------
+    def edit(
+        self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False
+    ) -> tuple[Memory, int]:
+        """Replace ``needle`` with ``repl`` in a memory file; returns the new memory and the count.
+
+        ``mode`` is ``literal`` or ``regex`` (MULTILINE and DOTALL); no match,
+        or several without ``allow_multiple_occurrences``, changes nothing
+        and raises ``InvalidInput`` (see ``memrouter.store.edit``).
+        """
+        from memrouter.store.edit import replace_text
+
+        with self._lock:
+            memory = self.store.read(name)
+            text, count = replace_text(
+                memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
+            )
+            updated = self.store.write(memory.name, text, expected_hash=memory.hash)
+            self._index_file(updated)
+        return updated, count
+
+    def rename(self, old: str, new: str) -> tuple[Memory, list[str]]:
+        """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
+
+        Returns the moved memory and the names of the memories whose
+        references were rewritten. ``Conflict`` if ``new`` already exists.
+        """
+        from memrouter.errors import Conflict
+        from memrouter.store.edit import rewrite_references
+
+        with self._lock:
+            memory = self.store.read(old)
+            target = validate_name(new, strict=True)
+            if target == memory.name:
+                raise InvalidInput(f"memory {memory.name!r} already has that name")
+            if self.store.current_hash(target) is not None:
+                raise Conflict(f"memory {target!r} already exists")
+            moved = self.store.write(target, memory.text, expected_hash="")
+            try:
+                self.store.delete(memory.name, expected_hash=memory.hash)
+            except (Conflict, NotFound):
+                self.store.delete(moved.name, expected_hash=moved.hash)
+                raise
+            with write_transaction(self._conn) as writer:
+                delete_memory(self._conn, writer, memory.name)
+            self._index_file(moved)
+            rewritten: list[str] = []
+            for stat in list(self.store.scan()):
+                try:
+                    other = self.store.read(stat.name)
+                except (NotFound, InvalidInput):
+                    continue
+                text, count = rewrite_references(other.text, memory.name, moved.name)
+                if count:
+                    self._index_file(self.store.write(other.name, text, expected_hash=other.hash))
+                    rewritten.append(other.name)
+            if moved.name in rewritten:
+                moved = self.store.read(moved.name)
+        return moved, rewritten
+
 
 def _with_heading(content: str, title: str) -> str:
     raw, body = frontmatter.split(content)
