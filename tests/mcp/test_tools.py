@@ -268,3 +268,42 @@ async def test_memory_text_is_data_not_structure(project_root: Path, tmp_path: P
         data = json.loads(search.content[0].text)
         assert [hit["name"] for hit in data["results"]] == ["hostile"]
         assert set(data) == {"query", "mode", "retrievers", "results"}
+
+
+async def test_session_tools(project_root: Path, tmp_path: Path, connect: Any) -> None:
+    project = project_root.parent.parent
+    async with connect(project_root, tmp_path / "index") as client:
+        branch = (await call(client, "get_current_branch")).structured_content
+        assert branch["branch"] == "main" and branch["detached"] is False
+        commits = (await call(client, "get_recent_commits", limit=1)).structured_content["commits"]
+        assert commits[0]["subject"] == "Add project memories"
+        (project / "README.md").write_text("# Project\n")
+        changed = (await call(client, "get_changed_files", since_hours=1)).structured_content
+        assert "README.md" in [entry["path"] for entry in changed["uncommitted"]]
+        assert ".serena/memories/ci/flaky-tests.md" in changed["committed"]
+        diff = (await call(client, "get_current_diff")).structured_content
+        assert diff["untracked"] == ["README.md"]
+        found = (await call(client, "search_commits", query="memories")).structured_content["commits"]
+        assert len(found) == 1
+        history = (await call(client, "get_file_history", path=".serena/memories/ci/flaky-tests.md")).structured_content
+        assert history["commits"][0]["subject"] == "Add project memories"
+        assert (await call(client, "get_task_context")).structured_content == {"task": None}
+        await call(client, "set_task_context", task="Write tests", details="session tools")
+        task = (await call(client, "get_task_context")).structured_content
+        assert task["task"] == "Write tests" and task["details"] == "session tools"
+        assert (tmp_path / "index" / "task-context.json").is_file()
+
+
+async def test_outside_git_the_git_tools_fail_and_the_rest_work(tmp_path: Path, connect: Any) -> None:
+    root = tmp_path / "plain" / "memories"
+    root.mkdir(parents=True)
+    (root / "note.md").write_text("# Note\n\nno repository here\n")
+    async with connect(root, tmp_path / "index") as client:
+        for tool, arguments in [
+            ("get_current_branch", {}), ("get_recent_commits", {}), ("get_changed_files", {}),
+            ("get_current_diff", {}), ("search_commits", {"query": "x"}), ("get_file_history", {"path": "a"}),
+        ]:  # fmt: skip
+            assert "not inside a git repository" in await fail(client, tool, **arguments)
+        await call(client, "set_task_context", task="still works")
+        assert (await call(client, "get_task_context")).structured_content["task"] == "still works"
+        assert (await call(client, "search_memory", query="repository")).structured_content["results"]
