@@ -405,7 +405,7 @@ class Router:
             self._index_file(updated)
         return updated, count
 
-    def rename(self, old: str, new: str) -> tuple[Memory, list[str]]:
+    def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
 
         Returns the moved memory and the names of the memories whose
@@ -442,7 +442,7 @@ class Router:
                     rewritten.append(other.name)
             if moved.name in rewritten:
                 moved = self.store.read(moved.name)
-        return moved, rewritten
+        return moved, tuple(rewritten)
 
 
 def _with_heading(content: str, title: str) -> str:
