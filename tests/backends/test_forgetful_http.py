@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memrouter.backends.base import Backend, ExternalHit, MemoryDraft
+from memrouter.backends.base import Backend, ExternalHit, MemoryDraft, backend_status
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.errors import BackendContractError, InvalidInput, NotFound
 from memrouter.testing.backend_conformance import BackendConformance, unique_word
@@ -152,3 +152,16 @@ def test_data_survives_a_server_restart_with_a_db_file(tmp_path: object) -> None
     with serve_http(db=db) as server:
         with ForgetfulBackend(ForgetfulConfig(url=server.url)) as backend:
             assert backend.get(remote_id).content == "persistent memory"
+
+
+def test_status_view_without_probing(fake_http: FakeServer) -> None:
+    backend = ForgetfulBackend(ForgetfulConfig(url=fake_http.url))
+    fresh = backend_status(backend)
+    assert fresh["ok"] is None and fresh["age_s"] is None
+    assert backend.health.probes == 0
+    backend.available()
+    status = backend_status(backend)
+    assert status["name"] == "forgetful" and status["endpoint"] == fake_http.url
+    assert status["ok"] is True and status["error"] is None
+    assert status["checked"] == f"127.0.0.1:{fake_http.port}"
+    assert status["max_content"] == 2000 and status["supports_links"] is True

@@ -12,6 +12,7 @@ from memrouter.backends.base import (
     MemoryDraft,
     RemoteMemory,
     SupportsLinks,
+    backend_status,
     content_hash,
     upsert_parts,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "RemoteMemory",
     "SupportsLinks",
     "backend_names",
+    "backend_status",
     "content_hash",
     "get_backend",
     "load_backend",

@@ -56,13 +56,18 @@ def http_client_factory(
     timeout: float = 10.0,
     mode: str = "auto",
 ) -> ClientFactory:
-    """Build ``mcp.Client`` objects for a streamable-HTTP endpoint, with extra headers."""
+    """Build ``mcp.Client`` objects for a streamable-HTTP endpoint, with extra headers.
+
+    ``timeout`` bounds connecting and sending; call deadlines are McpSession's.
+    """
     header_map = dict(headers or {})
 
     def factory() -> Client:
-        http = httpx2.AsyncClient(headers=header_map, timeout=httpx2.Timeout(timeout))
+        # Deadlines are enforced per call by McpSession; reads are unbounded here so the
+        # server-to-client event stream is not torn down by an idle read timeout.
+        http = httpx2.AsyncClient(headers=header_map, timeout=httpx2.Timeout(timeout, read=None))
         transport = _OwningTransport(streamable_http_client(url, http_client=http), http)
-        return Client(transport, mode=mode, read_timeout_seconds=timeout)
+        return Client(transport, mode=mode)
 
     return factory
 
@@ -73,7 +78,6 @@ def stdio_client_factory(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     errlog: TextIO,
-    timeout: float = 10.0,
     mode: str = "auto",
 ) -> ClientFactory:
     """Build ``mcp.Client`` objects that start ``command`` and speak MCP over its stdio."""
@@ -82,7 +86,7 @@ def stdio_client_factory(
     )
 
     def factory() -> Client:
-        return Client(stdio_client(params, errlog=errlog), mode=mode, read_timeout_seconds=timeout)
+        return Client(stdio_client(params, errlog=errlog), mode=mode)
 
     return factory
 

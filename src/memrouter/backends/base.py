@@ -41,6 +41,7 @@ __all__ = [
     "MemoryDraft",
     "RemoteMemory",
     "SupportsLinks",
+    "backend_status",
     "content_hash",
     "upsert_parts",
 ]
@@ -222,6 +223,26 @@ def upsert_parts(
     if total > 1 and isinstance(backend, SupportsLinks):
         backend.link(ids[0], ids[1:])
     return ids
+
+
+def backend_status(backend: Backend) -> dict[str, Any]:
+    """What ``memrouter status`` shows for one backend, from the health cache (no probe).
+
+    ``ok`` is ``None`` until something was checked; ``age_s`` is how old the
+    cached answer is and ``error`` the latest failure still cached.
+    """
+    report = backend.health.report()
+    return {
+        "name": backend.name,
+        "endpoint": backend.endpoint,
+        "ok": report.ok,
+        "checked": report.target,
+        "age_s": report.age_s,
+        "ttl_s": report.ttl_s,
+        "error": report.error,
+        "max_content": backend.max_content,
+        "supports_links": isinstance(backend, SupportsLinks),
+    }
 
 
 def _part_title(title: str, number: int, total: int, limit: int = 200) -> str:

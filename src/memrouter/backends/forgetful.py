@@ -361,7 +361,10 @@ class ForgetfulBackend:
             if config.token:
                 headers["Authorization"] = f"Bearer {config.token}"
             factory = _mcp.http_client_factory(
-                config.url, headers=headers, timeout=config.timeout, mode=config.protocol
+                config.url,
+                headers=headers,
+                timeout=max(config.timeout, config.connect_timeout),
+                mode=config.protocol,
             )
         else:
             if self._errlog is None:
@@ -371,7 +374,6 @@ class ForgetfulBackend:
                 env=config.env,
                 cwd=config.cwd,
                 errlog=self._errlog,
-                timeout=config.timeout,
                 mode=config.protocol,
             )
         self._session = _mcp.McpSession(

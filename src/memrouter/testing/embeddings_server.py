@@ -31,12 +31,18 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def embed_text(text: str, dimensions: int = 384) -> list[float]:
-    """A deterministic unit vector for ``text``: each word adds +-1 at a hashed position."""
+    """A deterministic unit vector for ``text``: each word adds +-1 at four hashed positions.
+
+    Four positions per word keep a chance collision between two unrelated
+    words to a quarter of a real match.
+    """
     vector = [0.0] * dimensions
     for token in _TOKEN.findall(text.lower()):
-        digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
-        index = int.from_bytes(digest[:4], "little") % dimensions
-        vector[index] += 1.0 if digest[4] & 1 else -1.0
+        digest = hashlib.blake2b(token.encode(), digest_size=20).digest()
+        for slot in range(4):
+            chunk = digest[slot * 5 : slot * 5 + 5]
+            index = int.from_bytes(chunk[:4], "little") % dimensions
+            vector[index] += 1.0 if chunk[4] & 1 else -1.0
     norm = math.sqrt(sum(v * v for v in vector))
     if norm == 0.0:
         vector[0] = 1.0
