@@ -327,4 +327,51 @@ def serve(
     )
 
 
+def _parse_ks(value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in value.split(",") if part.strip()}))
+    except ValueError as exc:
+        raise click.BadParameter("use a comma-separated list of whole numbers, e.g. 1,5,10") from exc
+    if not ks or ks[0] < 1 or ks[-1] > 200:
+        raise click.BadParameter("each k must be between 1 and 200")
+    return ks
+
+
+@main.command(name="eval")
+@click.argument("dataset", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--mode", type=click.Choice(["hybrid", "lexical", "semantic"]), default=None)
+@click.option("--k", "ks", default="1,5,10", show_default=True, help="Cut-offs for recall@k.")
+@click.option("--details", is_flag=True, help="Also list the queries that missed (text format).")
+@FORMAT
+@pass_state
+@handle_errors
+def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, fmt: str) -> None:
+    """Score retrieval on a golden-query file: recall@k, MRR@10, nDCG@10, latency."""
+    from memrouter.evaluation import evaluate, load_golden
+
+    cutoffs = _parse_ks(ks)
+    queries = load_golden(dataset)
+    router = state.router()
+    mode = mode or router.config.search.mode
+    depth = max(10, *cutoffs)
+    router.search(queries[0].query, limit=depth, mode=mode)  # warm caches and models first
+    report = evaluate(lambda q: [h.name for h in router.search(q, limit=depth, mode=mode)], queries, cutoffs)
+    data = {"dataset": dataset, "mode": mode} | report.to_dict()
+
+    def text() -> str:
+        header = [f"recall@{k}" for k in cutoffs] + ["mrr@10", "ndcg@10"]
+        lines = [f"{dataset}  mode={mode}", f"{'':<14}" + "".join(f"{h:>11}" for h in header) + f"{'queries':>9}"]
+        for label, row in [("all", data["overall"]), *data["by_kind"].items()]:
+            lines.append(f"{label:<14}" + "".join(f"{row[h]:>11.3f}" for h in header) + f"{row['queries']:>9}")
+        lat = data["latency_ms"]
+        lines.append(f"latency ms: p50 {lat['p50']}  p95 {lat['p95']}")
+        if details:
+            for row in data["queries"]:
+                if row["missing"]:
+                    lines.append(f"  {row['id']} missed {', '.join(row['missing'])}  (top: {', '.join(row['top'][:3])})")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
 __all__ = ["main"]

@@ -180,10 +180,8 @@ def _highlighter(query: str) -> re.Pattern[str] | None:
     # Short words must match whole; longer ones may be the start of a word.
     whole = [re.escape(a) for a in alternatives if len(a) <= 3]
     start = [re.escape(a) for a in alternatives if len(a) > 3]
-    parts = ([rf"(?:{'|'.join(start)})[^\W_]*"] if start else []) + (
-        [rf"(?:{'|'.join(whole)})(?![^\W_])"] if whole else []
-    )
-    return re.compile(rf"(?<![^\W_])(?:{'|'.join(parts)})", re.IGNORECASE)
+    parts = ([rf"(?:{'|'.join(start)})[^\W_]*"] if start else []) + ([rf"(?:{'|'.join(whole)})\b"] if whole else [])
+    return re.compile(rf"\b(?:{'|'.join(parts)})", re.IGNORECASE)
 
 
 def snippet(body: str, query: str, width: int = 160) -> str:
