@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, cast
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -86,7 +87,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter") -> MCPServ
 
 def _memrouter_tools(server: MCPServer, service: MemoryService) -> None:
     @server.tool(annotations=_READ)
-    def search_memory(
+    async def search_memory(
         query: str,
         limit: int = 10,
         mode: Literal["hybrid", "lexical", "semantic"] = "hybrid",
@@ -95,7 +96,15 @@ def _memrouter_tools(server: MCPServer, service: MemoryService) -> None:
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
         """Search project memories. Returns names, titles, snippets and why each matched; read one with get_memory."""
-        return _run(lambda: service.search(query, limit, mode, channels, kinds, tags))
+
+        def body() -> dict[str, Any]:
+            return _run(lambda: service.search(query, limit, mode, channels, kinds, tags))
+
+        if mode == "lexical":
+            # A lexical search takes a millisecond or two: a hop to a worker
+            # thread would cost about as much again, so it runs right here.
+            return body()
+        return await anyio.to_thread.run_sync(body)  # may load the embedding model first
 
     @server.tool(annotations=_READ)
     def get_memory(memory_name: str) -> dict[str, Any]:
