@@ -299,7 +299,7 @@ def _display(scope: MemoryStore | None, name: str) -> str:
 
 def _memory_list(names: Iterable[str]) -> str:
     unique = sorted(set(names))
-    return json.dumps({"memories": unique}) if unique else "{}"
+    return json.dumps({"memories": unique}, ensure_ascii=False) if unique else "{}"
 
 
 def _filter_values(label: str, values: list[str] | str | None) -> list[str] | None:
