@@ -8,7 +8,8 @@ Measures, in one process:
   handshake the real Forgetful 0.6.0 speaks) and over stdio, with the session
   kept open on the private loop thread;
 - a fresh ``mcp.Client`` per call under ``anyio.run`` (what the background
-  loop saves);
+  loop saves), and the raw async SDK on one session (what the sync bridge
+  costs);
 - ``available()`` when the failure is cached, the same check uncached (a
   refused TCP connect), and a cached success.
 
@@ -104,6 +105,21 @@ def main() -> None:
 
         fresh = _timed(lambda: anyio.run(one_shot), max(20, calls // 5), warmup=2)
         print(_row("http legacy: new Client per call (anyio.run)", fresh, baseline))
+
+        async def raw_session() -> list[float]:
+            # The SDK alone, one session, no thread hop: what the sync bridge adds is the difference.
+            async with Client(server.url, mode="legacy") as client:
+                samples = []
+                for index in range(calls + 5):
+                    start = time.perf_counter()
+                    await client.call_tool(
+                        "execute_forgetful_tool", {"tool_name": "query_memory", "arguments": args}
+                    )
+                    if index >= 5:
+                        samples.append(time.perf_counter() - start)
+                return samples
+
+        print(_row("http legacy: raw async SDK session", anyio.run(raw_session), baseline))
 
     config = ForgetfulConfig(command=tuple(stdio_command()), timeout=30.0)
     with ForgetfulBackend(config) as backend:
