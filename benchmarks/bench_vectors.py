@@ -13,6 +13,7 @@ and HNSW recall@10 against exact. Targets: recall >= 0.98, HNSW p95 <= 10 ms.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -63,17 +64,17 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--connectivity", type=int, default=16)
-    parser.add_argument("--expansion-add", type=int, default=128)
-    parser.add_argument("--expansion-search", type=int, default=64)
+    parser.add_argument("--expansion-add", type=int, default=64)
+    parser.add_argument("--expansion-search", type=int, default=128)
+    parser.add_argument("--dtype", default="f32", choices=["f32", "f16", "i8"])
     args = parser.parse_args()
 
     rng = np.random.default_rng(7)
     vectors, _ = clustered(args.rows, args.dim, args.topics, rng)
-    fresh, _ = clustered(args.queries, args.dim, args.topics, np.random.default_rng(7))
-    # Same centres (same seed), new members: re-draw members with another generator.
+    # Same seed, more rows: the same topic centres, and the extra rows are new
+    # members of those topics, used as queries.
     queries_source, _ = clustered(args.rows + args.queries, args.dim, args.topics, np.random.default_rng(7))
     queries = queries_source[args.rows :]
-    del fresh
 
     exact = ExactSearch(vectors)
     start = time.perf_counter()
@@ -82,6 +83,7 @@ def main() -> None:
         connectivity=args.connectivity,
         expansion_add=args.expansion_add,
         expansion_search=args.expansion_search,
+        dtype=args.dtype,
     )
     build_s = time.perf_counter() - start
 
@@ -91,7 +93,10 @@ def main() -> None:
     data_recall = recall_at_k(hnsw, exact, k=args.k, samples=args.queries)
 
     print(f"rows={args.rows} dim={args.dim} topics={args.topics} queries={args.queries} k={args.k}")
-    print(f"hnsw params: M={args.connectivity} ef_add={args.expansion_add} ef_search={args.expansion_search}")
+    print(
+        f"hnsw params: M={args.connectivity} ef_add={args.expansion_add} ef_search={args.expansion_search} "
+        f"dtype={args.dtype}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus"
+    )
     print(f"hnsw build: {build_s:.1f} s ({args.rows / build_s:,.0f} rows/s)")
     print(f"exact  p50 {exact_p50:7.3f} ms   p95 {exact_p95:7.3f} ms")
     print(f"hnsw   p50 {hnsw_p50:7.3f} ms   p95 {hnsw_p95:7.3f} ms   speed-up p50 x{exact_p50 / hnsw_p50:.1f}")

