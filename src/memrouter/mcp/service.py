@@ -88,10 +88,11 @@ class MemoryService:
     def get(self, memory_name: str) -> dict[str, Any]:
         """One memory: its fields and, under ``content``, the file text as stored."""
         scope, name = self._split(memory_name)
-        if scope is not None:
-            return _compact(scope.read(name).to_dict(), keep=("content",))
-        data = self.router.get(name).to_dict()
+        memory = scope.read(name) if scope is not None else self.router.get(name)
+        data = memory.to_dict()
         data.pop("path", None)
+        if scope is not None:
+            data["name"] = f"{GLOBAL_TOPIC}/{memory.name}"
         return _compact(data, keep=("content",))
 
     def save(
