@@ -79,7 +79,14 @@ def main() -> None:
         d = _draft(i)
         store.execute(
             "create_memory",
-            {"title": d.title, "content": d.content, "context": "", "keywords": [], "tags": [], "importance": d.importance},
+            {
+                "title": d.title,
+                "content": d.content,
+                "context": "",
+                "keywords": [],
+                "tags": [],
+                "importance": d.importance,
+            },
         )
     args = {"query": query, "query_context": "bench", "k": 10, "include_links": False}
     base_samples = _timed(lambda: store.execute("query_memory", args), calls)
@@ -140,7 +147,9 @@ def main() -> None:
         up = ForgetfulBackend(ForgetfulConfig(url=server.url))
         up.available(force=True)
         print(_row("available(): success cached", _timed(up.available, calls * 50), None))
-        print(_row("available(force=True): TCP connect", _timed(lambda: up.available(force=True), calls), None))
+        print(
+            _row("available(force=True): TCP connect", _timed(lambda: up.available(force=True), calls), None)
+        )
     p50_cached = statistics.median(cached_down) * 1e3
     verdict = "meets" if p50_cached < 1.0 else "MISSES"
     print(f"\ncached-down health check p50 = {p50_cached * 1e3:.1f} us ({verdict} the < 1 ms target)")

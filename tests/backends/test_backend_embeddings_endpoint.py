@@ -33,7 +33,7 @@ def _post(url: str, payload: dict[str, object]) -> dict[str, object]:
 
 
 def _dot(a: list[float], b: list[float]) -> float:
-    return sum(x * y for x, y in zip(a, b))
+    return sum(x * y for x, y in zip(a, b, strict=True))
 
 
 def test_vectors_are_unit_and_follow_shared_words() -> None:

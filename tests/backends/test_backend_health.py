@@ -81,7 +81,7 @@ def test_recorded_outcomes_replace_the_cache(listener: socket.socket) -> None:
     clock.now += 5
     check.record_failure("call timed out")
     assert check.check() is False
-    assert check.report() .error == "call timed out"
+    assert check.report().error == "call timed out"
     assert check.report().age_s == 0.0
     check.record_success()
     assert check.check() is True

@@ -53,11 +53,7 @@ def test_bad_config_is_a_config_error() -> None:
 
 
 def test_plugin_is_found_and_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = (
-        "class EchoBackend:\n"
-        "    def __init__(self, config):\n"
-        "        self.config = dict(config)\n"
-    )
+    source = "class EchoBackend:\n    def __init__(self, config):\n        self.config = dict(config)\n"
     _install_plugin(tmp_path, "echo", "memrouter_echo_plugin:EchoBackend", source)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "echo" in registry.backend_names()
@@ -66,7 +62,9 @@ def test_plugin_is_found_and_built(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert backend.config == {"a": 1}  # type: ignore[attr-defined]
 
 
-def test_plugin_with_missing_module_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plugin_with_missing_module_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _install_plugin(tmp_path, "ghost", "memrouter_ghost_module_absent:Ghost")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(BackendNotInstalled) as info:

@@ -28,19 +28,6 @@ def test_endpoint_is_the_command_line(stdio_backend: ForgetfulBackend) -> None:
     assert "--transport stdio" in stdio_backend.endpoint
 
 
-def test_cwd_reaches_the_server_and_env_is_accepted(tmp_path: object) -> None:
-    # A relative --db lands in cwd, so the file shows the working directory was applied.
-    config = ForgetfulConfig(
-        command=tuple(stdio_command(db="relative.sqlite")),
-        env={"MEMROUTER_TEST_MARKER": "1"},
-        cwd=str(tmp_path),
-        timeout=15.0,
-    )
-    with ForgetfulBackend(config) as backend:
-        backend.upsert(MemoryDraft(title="t", content="stored relative to cwd"))
-    assert os.path.exists(f"{tmp_path}/relative.sqlite")
-
-
 def test_missing_command_is_unavailable() -> None:
     config = ForgetfulConfig(command=("memrouter-no-such-server",), timeout=5.0)
     with ForgetfulBackend(config) as backend:
@@ -50,13 +37,15 @@ def test_missing_command_is_unavailable() -> None:
 
 
 def test_server_killed_mid_use_then_restarted_on_next_call(tmp_path: object) -> None:
-    db = f"{tmp_path}/kept.sqlite"
-    config = ForgetfulConfig(command=tuple(stdio_command(db=db)), timeout=10.0)
+    db = f"kept-{unique_word()}.sqlite"  # relative: it lands in cwd, which shows cwd was applied
+    config = ForgetfulConfig(
+        command=tuple(stdio_command(db=db)), env={"MEMROUTER_TEST": "1"}, cwd=str(tmp_path), timeout=10.0
+    )
     with ForgetfulBackend(config) as backend:
         word = unique_word()
         remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} survives"))
-        pid = _server_pid(db)
-        os.kill(pid, signal.SIGKILL)
+        assert os.path.exists(f"{tmp_path}/{db}")
+        os.kill(_server_pid(db), signal.SIGKILL)
         with pytest.raises(BackendUnavailable):
             backend.search(word, 3)
         assert backend.available() is False  # the failure was recorded in the health cache

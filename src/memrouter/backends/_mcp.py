@@ -169,9 +169,7 @@ class McpSession:
         if loop is None or thread is None:
             return
         try:
-            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(
-                timeout=3 * _CLOSE_GRACE_S + 3.0
-            )
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout=3 * _CLOSE_GRACE_S + 3.0)
         except (concurrent.futures.TimeoutError, RuntimeError) as exc:
             logger.warning("%s: closing the MCP session did not finish: %s", self.label, exc)
         loop.call_soon_threadsafe(loop.stop)
@@ -190,9 +188,7 @@ class McpSession:
                 self._loop, self._thread = loop, thread
             return self._loop
 
-    async def _call(
-        self, name: str, arguments: dict[str, Any], timeout: float
-    ) -> mcp_types.CallToolResult:
+    async def _call(self, name: str, arguments: dict[str, Any], timeout: float) -> mcp_types.CallToolResult:
         limit = self.connect_timeout
         try:
             with anyio.fail_after(limit):

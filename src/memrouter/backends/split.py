@@ -79,7 +79,7 @@ def _pieces(text: str, level: int) -> list[str]:
 
 def _cut(text: str, pattern: re.Pattern[str]) -> list[str]:
     starts = [0, *(m.start() for m in pattern.finditer(text) if m.start() > 0), len(text)]
-    return [text[a:b] for a, b in zip(starts, starts[1:]) if b > a]
+    return [text[a:b] for a, b in zip(starts, starts[1:], strict=False) if b > a]
 
 
 def _atoms(text: str, limit: int, level: int) -> Iterator[str]:

@@ -85,7 +85,7 @@ class BackendConformance:
         assert close in ids and far in ids
         assert ids.index(close) < ids.index(far)
         assert [hit.rank for hit in hits] == list(range(1, len(hits) + 1))
-        assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:], strict=False))
         for hit in hits:
             assert hit.hash == content_hash(hit.content)
             assert hit.backend == backend.name

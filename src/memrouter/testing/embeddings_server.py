@@ -95,7 +95,13 @@ def make_server(host: str, port: int, dimensions: int = 384) -> ThreadingHTTPSer
             data = []
             for index, item in enumerate(inputs):
                 text = item if isinstance(item, str) else " ".join(str(t) for t in item)
-                data.append({"object": "embedding", "index": index, "embedding": _encode(embed_text(text, size), encoding_format)})
+                data.append(
+                    {
+                        "object": "embedding",
+                        "index": index,
+                        "embedding": _encode(embed_text(text, size), encoding_format),
+                    }
+                )
             tokens = sum(len(_TOKEN.findall(str(item))) for item in inputs)
             self._reply(
                 200,

@@ -43,14 +43,22 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
-__all__ = ["FAIL_MODES", "FakeForgetfulStore", "Faults", "MemoryNotFound", "build_server", "fault_injector", "main"]
+__all__ = [
+    "FAIL_MODES",
+    "FakeForgetfulStore",
+    "Faults",
+    "MemoryNotFound",
+    "build_server",
+    "fault_injector",
+    "main",
+]
 
 FAIL_MODES = ("none", "slow", "bad-shape", "http500", "garbage", "protocol-error")
 HTTP_ONLY_FAIL_MODES = ("http500", "garbage", "protocol-error")
 VERSION = "0.6.0"
 
 MEMORY_TOOLS: dict[str, str] = {
-    "create_memory": "Create an atomic memory (title, content <= 2000 chars, context, keywords, tags, importance).",
+    "create_memory": "Create an atomic memory (title, content <= 2000 chars, context, keywords, tags).",
     "query_memory": "Search memories by meaning; primary memories plus linked memories and scores.",
     "update_memory": "Update fields of a memory by memory_id.",
     "link_memories": "Link a memory to related memories (both directions).",
@@ -349,7 +357,9 @@ class Faults:
     slow_seconds: float = 30.0
 
 
-def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fault_control: bool = False) -> Any:
+def build_server(
+    store: FakeForgetfulStore, faults: Faults | None = None, *, fault_control: bool = False
+) -> Any:
     """The ``MCPServer`` with Forgetful's three meta-tools over ``store``.
 
     ``faults`` is read on every call, so changing it changes the behaviour at
@@ -402,7 +412,12 @@ def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fau
         model = models.get(tool_name)
         schema = model.model_json_schema() if model is not None else {}
         return ok(
-            {"name": tool_name, "category": "memory", "description": MEMORY_TOOLS[tool_name], "json_schema": schema}
+            {
+                "name": tool_name,
+                "category": "memory",
+                "description": MEMORY_TOOLS[tool_name],
+                "json_schema": schema,
+            }
         )
 
     @server.tool()
@@ -439,7 +454,10 @@ def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fau
     return server
 
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
+    Awaitable[None],
+]
 
 
 def fault_injector(app: ASGIApp, faults: Faults) -> ASGIApp:
@@ -481,13 +499,19 @@ def fault_injector(app: ASGIApp, faults: Faults) -> ASGIApp:
     return wrapped
 
 
-async def _send_fault(send: Callable[[dict[str, Any]], Awaitable[None]], fail_mode: str, request_id: Any) -> None:
+async def _send_fault(
+    send: Callable[[dict[str, Any]], Awaitable[None]], fail_mode: str, request_id: Any
+) -> None:
     if fail_mode == "http500":
         status, content_type, body = 500, b"text/plain", b"Internal Server Error"
     elif fail_mode == "garbage":
         status, content_type, body = 200, b"application/json", b'{"jsonrpc": "2.0", "id": <<garbage'
     else:
-        reply = {"jsonrpc": "2.0", "id": request_id, "result": {"content": "not a list", "isError": "perhaps"}}
+        reply = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "result": {"content": "not a list", "isError": "perhaps"},
+        }
         status, content_type, body = 200, b"application/json", json.dumps(reply).encode()
     await send(
         {
@@ -501,11 +525,15 @@ async def _send_fault(send: Callable[[dict[str, Any]], Awaitable[None]], fail_mo
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: serve the fake over HTTP or stdio until stopped."""
-    parser = argparse.ArgumentParser(prog="python -m memrouter.testing.forgetful_server", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m memrouter.testing.forgetful_server", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--transport", choices=("http", "stdio"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8020)
-    parser.add_argument("--db", default=":memory:", help="SQLite file to keep memories in (default: in memory)")
+    parser.add_argument(
+        "--db", default=":memory:", help="SQLite file to keep memories in (default: in memory)"
+    )
     parser.add_argument("--fail-mode", choices=FAIL_MODES, default="none")
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     parser.add_argument(
@@ -526,7 +554,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             import uvicorn
 
             app = fault_injector(server.streamable_http_app(host=options.host), faults)
-            config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
+            config = uvicorn.Config(
+                app, host=options.host, port=options.port, log_level="warning", lifespan="on"
+            )
             anyio.run(uvicorn.Server(config).serve)
     except KeyboardInterrupt:
         pass

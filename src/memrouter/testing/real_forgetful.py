@@ -102,7 +102,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             home, f"http://127.0.0.1:{embeddings_port}/v1", options.tiktoken_cache, f"{home}/forgetful.sqlite"
         )
         forgetful = subprocess.Popen(
-            [options.python, "-c", LAUNCHER, "--transport", "http", "--host", "127.0.0.1", "--port", str(options.port)],
+            [
+                options.python,
+                "-c",
+                LAUNCHER,
+                "--transport",
+                "http",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(options.port),
+            ],
             cwd=home,
             env=env,
         )
