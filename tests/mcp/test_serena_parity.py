@@ -1,0 +1,145 @@
+"""The Serena drop-in against the real Serena: the same calls, the same answers, the same files.
+
+Opt-in: set ``MEMROUTER_TEST_SERENA`` to the ``serena`` executable of a
+``serena-agent`` 2.1 installation (its own virtual environment), e.g.::
+
+    python -m venv /tmp/serena-venv && /tmp/serena-venv/bin/pip install serena-agent==2.1.0
+    MEMROUTER_TEST_SERENA=/tmp/serena-venv/bin/serena pytest tests/mcp/test_serena_parity.py
+
+Serena runs over streamable HTTP on a free loopback port, on a project that
+holds no source files (so no language server starts), with its home in a
+temporary folder; memrouter runs in-process on a copy of the same project.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+SERENA = os.environ.get("MEMROUTER_TEST_SERENA", "")
+
+# (tool, arguments, compare): "text" compares the answer text exactly, "error" only that both fail.
+SCENARIO: list[tuple[str, dict[str, Any], str]] = [
+    ("list_memories", {}, "text"),
+    ("write_memory", {"memory_name": "mem:arch/overview.md", "content": "# Overview\n\nSee `mem:auth` and mem:auth.\n"}, "text"),
+    ("write_memory", {"memory_name": "auth", "content": "# Auth\n\nTokens expire hourly. Tokens rotate.\n"}, "text"),
+    ("write_memory", {"memory_name": "auth-v2", "content": "---\nkind: adr\n---\nraw `mem:auth-v2`\n"}, "text"),
+    ("write_memory", {"memory_name": "a/b/c/deep", "content": "deep ünïcode\n"}, "text"),
+    ("read_memory", {"memory_name": "arch/overview"}, "text"),
+    ("read_memory", {"memory_name": "mem:auth-v2.md"}, "text"),
+    ("read_memory", {"memory_name": "nope"}, "text"),
+    ("list_memories", {}, "text"),
+    ("list_memories", {"topic": "arch"}, "text"),
+    ("list_memories", {"topic": "a/b"}, "text"),
+    ("list_memories", {"topic": "nothing"}, "text"),
+    ("edit_memory", {"memory_name": "auth", "needle": "hourly", "repl": "daily", "mode": "literal"}, "text"),
+    ("edit_memory", {"memory_name": "auth", "needle": "Tokens", "repl": "Keys", "mode": "literal"}, "text"),
+    ("edit_memory", {"memory_name": "auth", "needle": "Tokens", "repl": "Keys", "mode": "literal", "allow_multiple_occurrences": True}, "text"),
+    ("edit_memory", {"memory_name": "auth", "needle": r"^# (\w+)$.*?daily", "repl": "# $!1 \\1\n\nKeys expire daily", "mode": "regex"}, "text"),
+    ("edit_memory", {"memory_name": "auth", "needle": "absent", "repl": "x", "mode": "regex"}, "text"),
+    ("edit_memory", {"memory_name": "ghost", "needle": "a", "repl": "b", "mode": "literal"}, "text"),
+    ("rename_memory", {"old_name": "auth", "new_name": "security/auth"}, "text"),
+    ("rename_memory", {"old_name": "ghost", "new_name": "spirit"}, "text"),
+    ("rename_memory", {"old_name": "security/auth", "new_name": "auth-v2"}, "text"),
+    ("read_memory", {"memory_name": "arch/overview"}, "text"),
+    ("delete_memory", {"memory_name": "auth-v2"}, "text"),
+    ("delete_memory", {"memory_name": "auth-v2"}, "text"),
+    ("write_memory", {"memory_name": "big", "content": "x" * 20, "max_chars": 10}, "text"),
+    ("write_memory", {"memory_name": "../escape", "content": "x"}, "error"),
+    ("write_memory", {"memory_name": "/abs/path", "content": "x"}, "error"),
+    ("write_memory", {"memory_name": "a//b", "content": "x"}, "error"),
+    ("read_memory", {"memory_name": "../../etc/passwd"}, "error"),
+    ("list_memories", {}, "text"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def serena_url(tmp_path: Path) -> Any:
+    if not SERENA or not Path(SERENA).is_file():
+        pytest.skip("MEMROUTER_TEST_SERENA (the serena executable) is not set")
+    project = tmp_path / "serena-project"
+    (project / ".serena" / "memories").mkdir(parents=True)
+    (project / "README.md").write_text("# A project without source files\n")
+    home = tmp_path / "serena-home"
+    home.mkdir()
+    port = _free_port()
+    env = {**os.environ, "SERENA_HOME": str(home), "HOME": str(home), "SERENA_USAGE_REPORTING": "false"}
+    process = subprocess.Popen(
+        [SERENA, "start-mcp-server", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
+         "--project", str(project), "--agent-interface", "tools", "--context", "agent",
+         "--enable-web-dashboard", "false", "--open-web-dashboard", "false", "--enable-gui-log-window", "false"],
+        env=env, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert process.poll() is None, "serena exited"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", project / ".serena" / "memories"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.md"))}
+
+
+async def run(client: Any) -> list[tuple[bool, str, Any]]:
+    answers = []
+    for tool, arguments, _ in SCENARIO:
+        result = await client.call_tool(tool, arguments)
+        answers.append((bool(result.is_error), result.content[0].text, result.structured_content))
+    return answers
+
+
+async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: Path, connect: Any) -> None:
+    from mcp import Client
+
+    url, serena_root = serena_url
+    ours_root = tmp_path / "ours" / ".serena" / "memories"
+    ours_root.mkdir(parents=True)
+    async with Client(url) as client:
+        theirs = await run(client)
+        their_tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    async with connect(ours_root, tmp_path / "index") as client:
+        ours = await run(client)
+        our_tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    for name in ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory"):
+        theirs_schema, ours_schema = their_tools[name], our_tools[name]
+        assert set(theirs_schema["properties"]) <= set(ours_schema["properties"]), name  # extras only added
+        assert sorted(theirs_schema.get("required", [])) == sorted(ours_schema.get("required", [])), name
+        for argument, spec in theirs_schema["properties"].items():
+            assert spec.get("default") == ours_schema["properties"][argument].get("default"), (name, argument)
+    for (tool, arguments, compare), mine, real in zip(SCENARIO, ours, theirs, strict=True):
+        assert mine[0] == real[0], (tool, arguments, mine, real)
+        if compare == "text":
+            assert mine[1] == real[1], (tool, arguments)
+            if not real[0]:
+                assert mine[2] == real[2], (tool, arguments)
+    assert tree(ours_root) == tree(serena_root)
+    shutil.rmtree(tmp_path / "ours")
