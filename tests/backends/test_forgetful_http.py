@@ -165,3 +165,25 @@ def test_status_view_without_probing(fake_http: FakeServer) -> None:
     assert status["ok"] is True and status["error"] is None
     assert status["checked"] == f"127.0.0.1:{fake_http.port}"
     assert status["max_content"] == 2000 and status["supports_links"] is True
+
+
+def test_concurrent_callers_share_one_session(fake_http: FakeServer) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    word = unique_word()
+    with ForgetfulBackend(ForgetfulConfig(url=fake_http.url)) as backend:
+        remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} shared"))
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(lambda _: backend.search(word, 1), range(32)))
+        assert all(hits[0].remote_id == remote_id for hits in results)
+        assert backend.connects == 1
+
+
+def test_close_then_use_again_reconnects(fake_http: FakeServer) -> None:
+    backend = ForgetfulBackend(ForgetfulConfig(url=fake_http.url))
+    word = unique_word()
+    remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} reopened"))
+    backend.close()
+    assert backend.get(remote_id).title == word
+    backend.close()
+    backend.close()
