@@ -307,3 +307,27 @@ async def test_outside_git_the_git_tools_fail_and_the_rest_work(tmp_path: Path, 
         await call(client, "set_task_context", task="still works")
         assert (await call(client, "get_task_context")).structured_content["task"] == "still works"
         assert (await call(client, "search_memory", query="repository")).structured_content["results"]
+
+
+def test_lean_schema_drops_titles_and_null_branches() -> None:
+    from memrouter.mcp.server import lean_schema
+
+    schema = {
+        "type": "object",
+        "title": "fArguments",
+        "properties": {
+            "query": {"title": "Query", "type": "string"},
+            "tags": {"anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "null"}], "default": None, "title": "Tags"},
+            "mode": {"default": "hybrid", "enum": ["hybrid", "lexical"], "title": "Mode", "type": "string"},
+        },
+        "required": ["query"],
+    }
+    assert lean_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "tags": {"items": {"type": "string"}, "type": "array"},
+            "mode": {"default": "hybrid", "enum": ["hybrid", "lexical"], "type": "string"},
+        },
+        "required": ["query"],
+    }

@@ -17,14 +17,16 @@ from typing import Any, Literal, TypeVar, cast
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.service import MemoryService
 
-__all__ = ["create_server", "INSTRUCTIONS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS"]
+__all__ = ["create_server", "lean_schema", "INSTRUCTIONS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 INSTRUCTIONS = (
     "Project memories: markdown files in .serena/memories, searched by search_memory. "
@@ -73,20 +75,65 @@ def _run_serena(call: Callable[[], T]) -> T:
         raise ToolError(f"{type(exc).__name__}: {exc.strerror or exc}") from exc
 
 
+class _Tools:
+    """Collects tool definitions, each with a lean input schema (see ``lean_schema``)."""
+
+    def __init__(self) -> None:
+        self.tools: list[Tool] = []
+
+    def __call__(self, annotations: ToolAnnotations, *, structured: bool) -> Callable[[F], F]:
+        """Register ``fn``; ``structured=False`` for tools that build their own structured result."""
+
+        def register(fn: F) -> F:
+            tool = Tool.from_function(fn, annotations=annotations, structured_output=structured)
+            tool.parameters = lean_schema(tool.parameters)
+            self.tools.append(tool)
+            return fn
+
+        return register
+
+
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema without what costs the agent context and tells it nothing.
+
+    Pydantic adds a ``title`` to every argument and spells an optional list
+    as ``anyOf: [array, null]`` with ``default: null``; an argument that is
+    simply not required says the same. Validation still runs on the full model.
+    """
+    properties: dict[str, Any] = {}
+    for argument, spec in schema.get("properties", {}).items():
+        spec = {key: value for key, value in spec.items() if key != "title"}
+        options = spec.get("anyOf")
+        if options is not None and "default" in spec and spec["default"] is None:
+            concrete = [option for option in options if option != {"type": "null"}]
+            if len(concrete) == 1:
+                rest = {key: value for key, value in spec.items() if key not in ("anyOf", "default")}
+                spec = {**concrete[0], **rest}
+        properties[argument] = spec
+    lean: dict[str, Any] = {"type": "object", "properties": properties}
+    for key in ("required", "$defs"):
+        if key in schema:
+            lean[key] = schema[key]
+    return lean
+
+
 def create_server(service: MemoryService, *, name: str = "memrouter") -> MCPServer:
     """An MCP server exposing ``service``; run it with ``.run()`` or mount its HTTP app."""
     from memrouter import __version__
 
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    _memrouter_tools(server, service)
-    _serena_tools(server, service)
-    _session_tools(server, service)
+    tools = _Tools()
+    _memrouter_tools(tools, service)
+    _serena_tools(tools, service)
+    _session_tools(tools, service)
+    server: MCPServer = MCPServer(
+        name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
+    )
     _resources(server, service)
     return server
 
 
-def _memrouter_tools(server: MCPServer, service: MemoryService) -> None:
-    @server.tool(annotations=_READ)
+def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
+    @tool(_READ, structured=False)
     async def search_memory(
         query: str,
         limit: int = 10,
@@ -106,12 +153,12 @@ def _memrouter_tools(server: MCPServer, service: MemoryService) -> None:
             return body()
         return await anyio.to_thread.run_sync(body)  # may load the embedding model first
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_memory(memory_name: str) -> dict[str, Any]:
         """Read one memory: its fields and its full text in `content`."""
         return _run(lambda: service.get(memory_name))
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE, structured=False)
     def save_memory(
         content: str,
         memory_name: str | None = None,
@@ -128,29 +175,29 @@ def _memrouter_tools(server: MCPServer, service: MemoryService) -> None:
             )
         )
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def memory_status() -> dict[str, Any]:
         """Memory counts, index freshness, problems and configuration."""
         return _run(service.status)
 
 
-def _serena_tools(server: MCPServer, service: MemoryService) -> None:
-    @server.tool(annotations=_WRITE)
+def _serena_tools(tool: _Tools, service: MemoryService) -> None:
+    @tool(_WRITE, structured=True)
     def write_memory(memory_name: str, content: str, max_chars: int = -1) -> str:
         """Write a markdown memory about this project for future tasks. Use "/" in the name for topics; reference other memories as `mem:<name>`."""
         return _run_serena(lambda: service.write_memory(memory_name, content, max_chars))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=True)
     def read_memory(memory_name: str) -> str:
         """Read a memory's file text."""
         return _run_serena(lambda: service.read_memory(memory_name))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=True)
     def list_memories(topic: str = "", channel: str | None = None, kind: str | None = None) -> str:
         """List memory names, optionally under a topic folder (or of a channel or kind)."""
         return _run_serena(lambda: service.list_memories(topic, channel, kind))
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE, structured=True)
     def edit_memory(
         memory_name: str,
         needle: str,
@@ -163,56 +210,56 @@ def _serena_tools(server: MCPServer, service: MemoryService) -> None:
             lambda: service.edit_memory(memory_name, needle, repl, mode, allow_multiple_occurrences)
         )
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE, structured=True)
     def rename_memory(old_name: str, new_name: str) -> str:
         """Rename or move a memory; `mem:<old>` references in other memories are updated."""
         return _run_serena(lambda: service.rename_memory(old_name, new_name))
 
-    @server.tool(annotations=_DESTRUCTIVE)
+    @tool(_DESTRUCTIVE, structured=True)
     def delete_memory(memory_name: str, reason: str | None = None) -> str:
         """Delete a memory; only when the user asked or agreed."""
         return _run_serena(lambda: service.delete_memory(memory_name, reason))
 
 
-def _session_tools(server: MCPServer, service: MemoryService) -> None:
+def _session_tools(tool: _Tools, service: MemoryService) -> None:
     git = service.git
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_current_branch() -> dict[str, Any]:
         """The git branch, HEAD commit and number of changed files."""
         return _run(git.get_current_branch)
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_recent_commits(limit: int = 10) -> dict[str, Any]:
         """The latest commits on HEAD, newest first."""
         return _run(lambda: git.get_recent_commits(limit))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_changed_files(since_hours: float = 24) -> dict[str, Any]:
         """Files changed by commits in the last since_hours, and uncommitted changes."""
         return _run(lambda: git.get_changed_files(since_hours))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_current_diff(max_chars: int = 20000) -> dict[str, Any]:
         """Uncommitted changes against HEAD: summary, patch (cut at max_chars), untracked files."""
         return _run(lambda: git.get_current_diff(max_chars))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def search_commits(query: str, limit: int = 10) -> dict[str, Any]:
         """Commits whose message contains query (plain text, any case)."""
         return _run(lambda: git.search_commits(query, limit))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_file_history(path: str, limit: int = 10) -> dict[str, Any]:
         """Commits that changed a file (path relative to the repository), following renames."""
         return _run(lambda: git.get_file_history(path, limit))
 
-    @server.tool(annotations=_WRITE)
+    @tool(_WRITE, structured=False)
     def set_task_context(task: str, details: str = "") -> dict[str, Any]:
         """Record what you are working on; kept across sessions until replaced."""
         return _run(lambda: service.tasks.set(task, details))
 
-    @server.tool(annotations=_READ)
+    @tool(_READ, structured=False)
     def get_task_context() -> dict[str, Any]:
         """The task recorded with set_task_context ({"task": null} if none)."""
         return _run(lambda: service.tasks.get() or {"task": None})
