@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
@@ -51,7 +51,7 @@ _DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open
 _SERENA_ERROR = {NotFound: "FileNotFoundError", Conflict: "FileExistsError", InvalidInput: "ValueError"}
 
 
-def _run(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _run(call: Callable[[], dict[str, Any]]) -> CallToolResult:
     """Call a tool body; its dict is the structured content and, as compact JSON, the text."""
     try:
         data = call()
@@ -60,9 +60,9 @@ def _run(call: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     except OSError as exc:
         raise ToolError(f"file system error: {exc.strerror or exc}") from exc
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    # A finished result passes through the SDK (which checks the structured part);
-    # its default text would be indented JSON, a third longer for the agent to read.
-    return cast("dict[str, Any]", CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data))
+    # Built here rather than by the SDK, whose text would be indented JSON: a
+    # third longer for the agent to read.
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _run_serena(call: Callable[[], T]) -> T:
@@ -141,10 +141,10 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         channels: list[str] | None = None,
         kinds: list[str] | None = None,
         tags: list[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Search project memories. Returns names, titles, snippets and why each matched; read one with get_memory."""
 
-        def body() -> dict[str, Any]:
+        def body() -> CallToolResult:
             return _run(lambda: service.search(query, limit, mode, channels, kinds, tags))
 
         if mode == "lexical":
@@ -154,7 +154,7 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         return await anyio.to_thread.run_sync(body)  # may load the embedding model first
 
     @tool(_READ, structured=False)
-    def get_memory(memory_name: str) -> dict[str, Any]:
+    def get_memory(memory_name: str) -> CallToolResult:
         """Read one memory: its fields and its full text in `content`."""
         return _run(lambda: service.get(memory_name))
 
@@ -167,7 +167,7 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         kind: str | None = None,
         channel: Literal["long_term", "sprint", "team", "short_term"] | None = None,
         source: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Save a markdown memory (name defaults to one from the title). kind: adr, convention, decision, fact, pattern, incident, research...; source: where it came from."""
         return _run(
             lambda: service.save(
@@ -176,7 +176,7 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         )
 
     @tool(_READ, structured=False)
-    def memory_status() -> dict[str, Any]:
+    def memory_status() -> CallToolResult:
         """Memory counts, index freshness, problems and configuration."""
         return _run(service.status)
 
@@ -225,42 +225,42 @@ def _session_tools(tool: _Tools, service: MemoryService) -> None:
     git = service.git
 
     @tool(_READ, structured=False)
-    def get_current_branch() -> dict[str, Any]:
+    def get_current_branch() -> CallToolResult:
         """The git branch, HEAD commit and number of changed files."""
         return _run(git.get_current_branch)
 
     @tool(_READ, structured=False)
-    def get_recent_commits(limit: int = 10) -> dict[str, Any]:
+    def get_recent_commits(limit: int = 10) -> CallToolResult:
         """The latest commits on HEAD, newest first."""
         return _run(lambda: git.get_recent_commits(limit))
 
     @tool(_READ, structured=False)
-    def get_changed_files(since_hours: float = 24) -> dict[str, Any]:
+    def get_changed_files(since_hours: float = 24) -> CallToolResult:
         """Files changed by commits in the last since_hours, and uncommitted changes."""
         return _run(lambda: git.get_changed_files(since_hours))
 
     @tool(_READ, structured=False)
-    def get_current_diff(max_chars: int = 20000) -> dict[str, Any]:
+    def get_current_diff(max_chars: int = 20000) -> CallToolResult:
         """Uncommitted changes against HEAD: summary, patch (cut at max_chars), untracked files."""
         return _run(lambda: git.get_current_diff(max_chars))
 
     @tool(_READ, structured=False)
-    def search_commits(query: str, limit: int = 10) -> dict[str, Any]:
+    def search_commits(query: str, limit: int = 10) -> CallToolResult:
         """Commits whose message contains query (plain text, any case)."""
         return _run(lambda: git.search_commits(query, limit))
 
     @tool(_READ, structured=False)
-    def get_file_history(path: str, limit: int = 10) -> dict[str, Any]:
+    def get_file_history(path: str, limit: int = 10) -> CallToolResult:
         """Commits that changed a file (path relative to the repository), following renames."""
         return _run(lambda: git.get_file_history(path, limit))
 
     @tool(_WRITE, structured=False)
-    def set_task_context(task: str, details: str = "") -> dict[str, Any]:
+    def set_task_context(task: str, details: str = "") -> CallToolResult:
         """Record what you are working on; kept across sessions until replaced."""
         return _run(lambda: service.tasks.set(task, details))
 
     @tool(_READ, structured=False)
-    def get_task_context() -> dict[str, Any]:
+    def get_task_context() -> CallToolResult:
         """The task recorded with set_task_context ({"task": null} if none)."""
         return _run(lambda: service.tasks.get() or {"task": None})
 
