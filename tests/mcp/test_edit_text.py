@@ -28,6 +28,9 @@ def test_regex_mode_multiline_dotall_and_groups() -> None:
     assert replace_text("ab", r"(a)(x)?b", "[$!2]", "regex") == ("[]", 1)  # an unmatched group is empty
     with pytest.raises(InvalidInput, match=r"\$!3"):
         replace_text("ab", r"(a)b", "$!3", "regex")
+    with pytest.raises(InvalidInput, match="ambiguous"):
+        replace_text("<a>one\n<a>two\n</a>", "<a>.*?</a>", "x", "regex")
+    assert replace_text("<a>one</a>", "<a>.*?</a>", "x", "regex") == ("x", 1)  # one line: not ambiguous
     with pytest.raises(InvalidInput, match="invalid regular expression"):
         replace_text("ab", "(", "", "regex")
     with pytest.raises(InvalidInput, match="mode"):

@@ -157,7 +157,7 @@ async def test_serena_edit_memory(project_root: Path, tmp_path: Path, connect: A
         assert (project_root / "notes.md").read_text() == "A BETA\nA gamma\nend\n"
 
         # regex: MULTILINE (^ per line) and DOTALL (. crosses lines); $!1 inserts a group; \1 stays verbatim
-        await call(client, "edit_memory", memory_name="notes", needle=r"^A (\w+)$.*?^end$", repl=r"[$!1] \1", mode="regex")
+        await call(client, "edit_memory", memory_name="notes", needle=r"^A (BETA)$.*?^end$", repl=r"[$!1] \1", mode="regex")
         assert (project_root / "notes.md").read_text() == "[BETA] \\1\n"
         missing = await fail(client, "edit_memory", memory_name="notes", needle="zzz", repl="y", mode="regex")
         assert missing == "Error executing tool edit_memory: ValueError: Error: No matches of search expression found."

@@ -7,8 +7,9 @@ tools, so agents used to those get the same answers:
 - ``replace_text``: ``literal`` mode matches the needle exactly; ``regex``
   mode uses Python's ``re`` with MULTILINE and DOTALL. The replacement is
   taken verbatim, except that in regex mode ``$!1``, ``$!2`` ... insert the
-  matched groups. No match, or several matches without
-  ``allow_multiple_occurrences``, is an error that changes nothing.
+  matched groups. No match, several matches without
+  ``allow_multiple_occurrences``, or a match over several lines that holds
+  another match of the pattern (ambiguous), is an error that changes nothing.
 - ``rewrite_references``: ``mem:<old>`` becomes ``mem:<new>`` wherever it is
   not part of a longer name (so ``mem:auth`` does not touch ``mem:auth-v2``).
 """
@@ -25,6 +26,11 @@ EDIT_MODES = ("literal", "regex")
 MAX_PATTERN_LENGTH = 10_000
 REFERENCE_PREFIX = "mem:"
 NO_MATCH = "Error: No matches of search expression found."
+AMBIGUOUS = (
+    "Match is ambiguous: the search pattern matches multiple overlapping occurrences. "
+    "Please revise the search pattern to be more specific to avoid ambiguity, "
+    "e.g. by matching specific context after the match, or try using the literal mode."
+)
 # Characters a memory name is made of; a reference ends where they stop (a dot
 # ends it too unless a name character follows: "see `mem:auth`." is a sentence).
 _NAME_CHAR = r"[A-Za-z0-9_\-/]"
@@ -53,6 +59,12 @@ def replace_text(
         raise InvalidInput(f"invalid regular expression: {exc}") from exc
 
     def substitute(match: re.Match[str]) -> str:
+        matched = match.group(0)
+        # A match spanning lines that holds another match of the same pattern
+        # (``<a>.*?<b>`` over ``<a> ... <a> ... <b>``) probably took more than meant.
+        if "\n" in matched and pattern.search(matched[1:]):
+            raise InvalidInput(AMBIGUOUS)
+
         def group(ref: re.Match[str]) -> str:
             number = int(ref.group(1))
             if number > (pattern.groups or 0):
