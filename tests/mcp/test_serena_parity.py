@@ -98,7 +98,7 @@ def serena_url(tmp_path: Path) -> Any:
                     break
             except OSError:
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", project / ".serena" / "memories"
+        yield f"http://127.0.0.1:{port}/mcp", project / ".serena" / "memories", home / "memories" / "global"
     finally:
         process.terminate()
         try:
@@ -123,7 +123,7 @@ async def run(client: Any) -> list[tuple[bool, str, Any]]:
 async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: Path, connect: Any) -> None:
     from mcp import Client
 
-    url, serena_root = serena_url
+    url, serena_root, serena_global = serena_url
     ours_root = tmp_path / "ours" / ".serena" / "memories"
     ours_root.mkdir(parents=True)
     async with Client(url) as client:
@@ -146,3 +146,20 @@ async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: 
                 assert mine[2] == real[2], (tool, arguments)
     assert tree(ours_root) == tree(serena_root)
     shutil.rmtree(tmp_path / "ours")
+
+
+async def test_global_memories_shared_with_serena(serena_url: Any, tmp_path: Path, connect: Any) -> None:
+    from mcp import Client
+
+    url, serena_root, serena_global = serena_url
+    async with connect(serena_root, tmp_path / "index", global_root=serena_global) as ours:
+        written = await ours.call_tool("write_memory", {"memory_name": "global/style/python", "content": "Type hints.\n"})
+        assert written.content[0].text == "Memory global/style/python written."
+        async with Client(url) as serena:
+            read = await serena.call_tool("read_memory", {"memory_name": "global/style/python"})
+            assert read.content[0].text == "Type hints.\n"
+            await serena.call_tool("write_memory", {"memory_name": "global/from-serena", "content": "hello"})
+            theirs = await serena.call_tool("list_memories", {"topic": "global"})
+        mine = await ours.call_tool("list_memories", {"topic": "global"})
+        assert mine.content[0].text == theirs.content[0].text
+        assert (await ours.call_tool("read_memory", {"memory_name": "global/from-serena"})).content[0].text == "hello"
