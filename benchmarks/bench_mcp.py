@@ -6,7 +6,8 @@ Prints, in one run:
   next to the in-process ``Router.search`` on the same queries (the
   baseline), and their ratio: what the protocol and the process boundary cost;
 - the same round trips over the SDK's in-memory transport (protocol without
-  the pipe);
+  the pipe), and over stdio from a hand-written JSON-RPC client (the
+  server's share, without the SDK client's own cost);
 - server start to first answer (spawn, handshake, first search), with the
   index already built and with no index, next to the time the interpreter
   alone takes to import the MCP SDK (the floor memrouter cannot go under).
@@ -109,6 +110,45 @@ async def start_to_first_answer(corpus: Path, index_dir: Path) -> float:
     return elapsed
 
 
+def raw_stdio_round_trips(corpus: Path, index_dir: Path, mode: str, rounds: int) -> list[float]:
+    """The server alone: JSON-RPC lines written to its stdin by hand, no client library."""
+    import json
+
+    params = server_params(corpus, index_dir)
+    process = subprocess.Popen(
+        [params.command, *params.args], env=params.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True, bufsize=1,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    counter = 0
+
+    def request(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal counter
+        counter += 1
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": counter, "method": method, "params": params}) + "\n")  # type: ignore[union-attr]
+        while True:
+            answer = json.loads(process.stdout.readline())  # type: ignore[union-attr]
+            if answer.get("id") == counter:
+                return answer  # type: ignore[no-any-return]
+
+    try:
+        request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        for query in QUERIES[:3]:
+            request("tools/call", {"name": "search_memory", "arguments": {"query": query, "mode": mode}})
+        samples = []
+        for _ in range(rounds):
+            for query in QUERIES:
+                started = time.perf_counter()
+                answer = request("tools/call", {"name": "search_memory", "arguments": {"query": query, "mode": mode}})
+                samples.append(time.perf_counter() - started)
+                assert "result" in answer and not answer["result"].get("isError"), answer
+        return samples
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+
+
 def sdk_import_time() -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import mcp.server.mcpserver"], check=True)
@@ -155,12 +195,15 @@ async def main_async(corpus: Path, rounds: int, starts: int) -> None:
             for mode in ("lexical", "hybrid"):
                 stdio[mode], used[mode] = await round_trips(client, mode, rounds)
 
+        raw = {mode: raw_stdio_round_trips(corpus, index_dir, mode, rounds) for mode in ("lexical", "hybrid")}
+
         print("\nwarm search_memory round trip")
         for mode in ("lexical", "hybrid"):
             print(f" mode {mode} (retrievers answering: {', '.join(used[mode])})")
             print(line("in-process Router.search (baseline)", baseline[mode]))
             print(line("MCP in-memory transport", memory[mode], baseline[mode]))
-            print(line("MCP stdio, memrouter serve", stdio[mode], baseline[mode]))
+            print(line("stdio, hand-written JSON-RPC client", raw[mode], baseline[mode]))
+            print(line("stdio, the SDK's Client", stdio[mode], baseline[mode]))
         if used["hybrid"] == ["lexical"]:
             print(" note: hybrid fell back to lexical (no dense retriever in this build): the hybrid figures are lexical")
 
