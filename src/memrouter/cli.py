@@ -144,6 +144,8 @@ def index(state: State, full: bool, fmt: str) -> None:
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
 @click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
 @click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
+@click.option("--source", default=None,
+              help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).")
 @FORMAT
 @pass_state
 @handle_errors
@@ -159,6 +161,7 @@ def search(
     tag: tuple[str, ...],
     prefix: str | None,
     content: bool,
+    source: str | None,
     fmt: str,
 ) -> None:
     """Find the memories that best match QUERY."""
@@ -169,7 +172,7 @@ def search(
     started = time.perf_counter()
     hits = router.search(
         query, limit=limit, mode=mode, channels=channel, kinds=kind, scopes=scope,
-        statuses=statuses, tags=tag, prefix=prefix, content=content,
+        statuses=statuses, tags=tag, prefix=prefix, content=content, source=source,
     )  # fmt: skip
     took = round((time.perf_counter() - started) * 1000, 2)
     data = {
@@ -299,6 +302,11 @@ def status(state: State, fmt: str) -> None:
             lines.append(f"problems: {len(data['problems'])}")
             lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]
         lines += [f"warning:  {w}" for w in data["warnings"]]
+        for b in data.get("backends", []):
+            state_ = "up" if b["available"] else "down"
+            age = "" if b.get("age_s") is None else f", checked {b['age_s']:.1f} s ago"
+            error = f", last error: {b['last_error']}" if b.get("last_error") else ""
+            lines.append(f"backend:  {b['name']} {state_} ({b['endpoint']}{age}{error}; {b['synced']} synced)")
         return "\n".join(lines)
 
     emit(fmt, data, text)
@@ -372,6 +380,90 @@ def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, 
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+@main.command()
+@click.option("--all", "scope", flag_value="all", default=True, help="Every memory and mapping (default).")
+@click.option("--staged", "scope", flag_value="staged", help="Only the memory changes staged in git.")
+@click.option("--from-queue", "scope", flag_value="queue", help="Drain the queue the pre-commit hook filled.")
+@click.option("--dry-run", is_flag=True, help="Say what would be sent; change nothing.")
+@click.option("--force", is_flag=True, help="Re-send memories whose hash did not change.")
+@click.option("--backend", default=None, help="Only this backend (default: every configured one).")
+@FORMAT
+@pass_state
+@handle_errors
+def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | None, fmt: str) -> None:
+    """Sync the memories one way to the external backends, by content hash."""
+    from memrouter.errors import BackendError, BackendUnavailable
+
+    reports = state.router().sync(backend=backend, changes=scope, dry_run=dry_run, force=force)
+    data = {"changes": scope, "dry_run": dry_run, "backends": [r.to_dict() for r in reports]}
+
+    def text() -> str:
+        lines = []
+        for r in reports:
+            verb = "would sync" if dry_run else "synced"
+            lines.append(
+                f"{r.backend}: {verb} {len(r.created)} created, {len(r.updated)} updated, {r.skipped} unchanged, "
+                f"{len(r.obsoleted)} obsoleted, {len(r.renamed)} renamed ({r.duration_ms:.0f} ms)"
+            )
+            lines += [f"  failed: {name}: {why}" for name, why in sorted(r.failed.items())]
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+    errors = [r for r in reports if r.error]
+    if errors:
+        raise BackendUnavailable("; ".join(str(r.error) for r in errors))
+    if any(r.failed for r in reports):
+        raise BackendError(f"{sum(len(r.failed) for r in reports)} memory(ies) could not be synced")
+
+
+@main.command()
+@click.option("--backend", default=None, help="Only this backend (default: every configured one).")
+@click.option("--remote", "check_remote", is_flag=True,
+              help="Also fetch every mapped remote memory (one call each; needs the service).")
+@FORMAT
+@pass_state
+@handle_errors
+def validate(state: State, backend: str | None, check_remote: bool, fmt: str) -> None:
+    """Report how fresh the backends' copies are: in_sync, stale, missing, orphaned."""
+    reports = state.router().validate(backend=backend, check_remote=check_remote)
+    data: Any = reports[0] if len(reports) == 1 else {"backends": reports}
+
+    def text() -> str:
+        lines = []
+        for r in reports:
+            lines.append(
+                f"{r['backend']}: {r['total']} memories: {r['in_sync']} in sync, {r['stale']} stale, "
+                f"{r['missing']} missing, {r['orphaned']} orphaned ({r['duration_ms']} ms)"
+            )
+            lines += [f"  {d['state']}: {d['name']} ({d['reason']})" for d in r["details"][:50]]
+            if len(r["details"]) > 50:
+                lines.append(f"  ... {len(r['details']) - 50} more (use --format json)")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+@main.command()
+@click.argument("action", type=click.Choice(["install", "uninstall"]))
+@FORMAT
+@pass_state
+@handle_errors
+def hook(state: State, action: str, fmt: str) -> None:
+    """Install or remove the git pre-commit hook that queues memory changes for sync."""
+    from pathlib import Path
+
+    from memrouter.config import Config
+    from memrouter.sync.hook import install_hook, uninstall_hook
+    from memrouter.sync.queue import QUEUE_FILE
+
+    config = Config.load(root=state.root, index_dir=state.index_dir)
+    if action == "install":
+        result = install_hook(Path(config.root), Path(config.index_dir) / QUEUE_FILE)
+    else:
+        result = uninstall_hook(Path(config.root))
+    emit(fmt, result.to_dict(), lambda: f"{result.action}: {result.hook}")
 
 
 __all__ = ["main"]

@@ -2,7 +2,9 @@
 
 Precedence, highest first: explicit arguments (``Config.load(root=...)``, the
 CLI's ``--root``/``--index-dir``), then ``MEMROUTER_*`` environment variables
-(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``), then the
+(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``,
+``MEMROUTER_<BACKEND>_URL`` such as ``MEMROUTER_FORGETFUL_URL``, which
+configures that backend over HTTP, replacing a configured ``command``), then the
 project's ``memrouter.toml``, then the defaults below.
 
 Finding the memories: walk up from the working directory to the first folder
@@ -104,6 +106,7 @@ class Config:
         backends = settings.get("backends", {})
         if not isinstance(backends, dict) or not all(isinstance(v, dict) for v in backends.values()):
             raise ConfigError(f"{source}: [backends.<name>] sections must be tables")
+        backends = _backend_env(backends, env)
         embedder = str(settings.get("embed", {}).get("model", "minilm"))
         return cls(memories, state, project, search, embedder, backends, source)
 
@@ -175,3 +178,15 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
     if limit < 1 or rrf_k < 1 or interval < 0:
         raise ConfigError("[search] limit and rrf_k must be >= 1, refresh_interval >= 0")
     return SearchConfig(mode, limit, rrf_k, weights, interval)
+
+
+def _backend_env(backends: dict[str, dict[str, Any]], env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Apply ``MEMROUTER_<NAME>_URL`` (``MEMROUTER_FORGETFUL_URL``, ...) over the file's sections."""
+    result = {name: dict(section) for name, section in backends.items()}
+    for name in sorted({"forgetful", *result}):
+        url = env.get(f"MEMROUTER_{name.upper().replace('-', '_')}_URL")
+        if url:
+            section = result.setdefault(name, {})
+            section.pop("command", None)
+            section["url"] = url
+    return result

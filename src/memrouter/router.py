@@ -67,6 +67,9 @@ class Router:
         self._lexical = LexicalIndex()
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
+        # External backends, built from config.backends on first need (see backends()).
+        self._backends: dict[str, Any] | None = None
+        self._backend_errors: dict[str, str] = {}
 
     @classmethod
     def open(
@@ -88,6 +91,9 @@ class Router:
         with self._lock:
             if self._watcher is not None:
                 self._watcher.close()
+            for backend in (self._backends or {}).values():
+                backend.close()
+            self._backends = None
             self._conn.close()
 
     def __enter__(self) -> Router:
@@ -163,8 +169,15 @@ class Router:
         tags: Iterable[str] | str | None = None,
         prefix: str | None = None,
         content: bool = False,
+        source: str | None = None,
     ) -> list[Hit]:
-        """The best memories for ``query``, best first, each saying why it matched."""
+        """The best memories for ``query``, best first, each saying why it matched.
+
+        ``source`` picks where results come from: ``None`` (the default) is
+        the canonical results, then what healthy external backends add
+        (never failing when one is down); ``"canonical"`` only the files; a
+        backend's name only that backend (``BackendUnavailable`` if it is down).
+        """
         query = check_query(query)
         limit = check_limit(limit)
         mode = mode or self.config.search.mode
@@ -173,14 +186,19 @@ class Router:
         filters = make_filters(
             channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
         )
+        if source is not None and source != CANONICAL:
+            return self._search_backend(source, query, limit, content)
         with self._lock:
             self._ensure_fresh()
             try:
-                return self._search_canonical(query, limit, mode, filters, content)
+                hits = self._search_canonical(query, limit, mode, filters, content)
             except sqlite3.DatabaseError as exc:
                 self._recover(exc)
                 self.refresh(full=True)
-                return self._search_canonical(query, limit, mode, filters, content)
+                hits = self._search_canonical(query, limit, mode, filters, content)
+        if source == CANONICAL or not self.config.backends or not filters.empty:
+            return hits
+        return self._augment(query, limit, hits, content)
 
     def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
@@ -382,6 +400,7 @@ class Router:
                 "mode": self.config.search.mode,
                 "refresh_interval": self.config.search.refresh_interval,
             },
+            "backends": self.backend_status(),
         }
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
@@ -445,6 +464,201 @@ class Router:
         return moved, tuple(rewritten)
 
 
+    # -- external backends (memrouter.backends, memrouter.sync) -------------
+    def backends(self) -> dict[str, Any]:
+        """The configured external backends that could be built, by name (built on first call).
+
+        A backend that cannot be built (not installed, bad settings) is left
+        out and its error shown by ``status``; nothing connects here.
+        """
+        if self._backends is None:
+            from memrouter.backends.registry import get_backend
+            from memrouter.errors import BackendError, ConfigError
+
+            built: dict[str, Any] = {}
+            for name, settings in self.config.backends.items():
+                kind, options, flags = _backend_settings(name, settings)
+                if not flags["enabled"]:
+                    continue
+                try:
+                    built[name] = get_backend(kind, options)
+                except (BackendError, ConfigError) as exc:
+                    log.warning("backend %s not used: %s", name, exc)
+                    self._backend_errors[name] = str(exc)
+            self._backends = built
+        return self._backends
+
+    def backend(self, name: str) -> Any:
+        """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
+        from memrouter.errors import BackendNotInstalled, ConfigError
+
+        found = self.backends().get(name)
+        if found is not None:
+            return found
+        if name in self.config.backends and name in self._backend_errors:
+            error = self._backend_errors[name]
+            raise BackendNotInstalled(name, error) if "install" in error else ConfigError(error)
+        known = ", ".join(sorted(self.config.backends)) or "none configured"
+        raise ConfigError(f"no backend {name!r} (configured: {known}); add [backends.{name}] to memrouter.toml")
+
+    def _search_backend(self, name: str, query: str, limit: int, content: bool) -> list[Hit]:
+        """Results from one backend only: the caller asked for it, so being down is an error."""
+        from memrouter.errors import BackendError, BackendUnavailable
+
+        backend = self.backend(name)
+        if not backend.available():
+            reason = backend.health.last_error or "unreachable"
+            raise BackendUnavailable(f"{name} is unavailable at {backend.endpoint}: {reason}")
+        try:
+            found = backend.search(query, limit)
+        except BackendError as exc:
+            self._note_backend_error(backend, exc)
+            raise
+        return [hit.to_hit(content=content) for hit in found]
+
+    def _augment(self, query: str, limit: int, hits: list[Hit], content: bool) -> list[Hit]:
+        """Canonical ``hits`` plus what the healthy backends add (``memrouter.merge``)."""
+        from memrouter.errors import BackendError
+        from memrouter.merge import merge_hits
+        from memrouter.sync.state import mapped_remote_ids
+
+        if len(hits) >= limit:
+            return hits
+        external: dict[str, Any] = {}
+        for name, backend in self.backends().items():
+            if not _backend_settings(name, self.config.backends.get(name, {}))[2]["search"]:
+                continue
+            if not backend.available():
+                continue
+            try:
+                external[name] = backend.search(query, limit)
+            except BackendError as exc:
+                self._note_backend_error(backend, exc)
+        if not external:
+            return hits
+        with self._lock:
+            synced = {
+                name: mapped_remote_ids(self._conn, name, [hit.remote_id for hit in found])
+                for name, found in external.items()
+            }
+        return merge_hits(hits, external, limit, synced, content=content)
+
+    def _note_backend_error(self, backend: Any, exc: Exception) -> None:
+        """A backend failed during a call: log it, show it in status, skip it for the health TTL."""
+        log.warning("backend %s failed: %s", backend.name, exc)
+        self._backend_errors[backend.name] = str(exc)
+        backend.health.record_failure(str(exc))
+
+    def backend_status(self) -> list[dict[str, Any]]:
+        """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
+        from memrouter.backends.base import backend_status
+
+        result: list[dict[str, Any]] = []
+        built = self.backends() if self.config.backends else {}
+        for name in sorted(self.config.backends):
+            backend = built.get(name)
+            if backend is None:
+                result.append({"name": name, "available": False, "endpoint": None, "age_s": None,
+                               "error": self._backend_errors.get(name, "disabled"), "last_error":
+                               self._backend_errors.get(name, "disabled"), "synced": 0})  # fmt: skip
+                continue
+            available = backend.available()
+            entry = backend_status(backend)
+            entry["available"] = available
+            entry["last_error"] = entry["error"] or self._backend_errors.get(name)
+            with self._lock:
+                entry["synced"] = self._conn.execute(
+                    "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (name,)
+                ).fetchone()[0]
+            result.append(entry)
+        return result
+
+    def _sync_backends(self, name: str | None) -> list[Any]:
+        from memrouter.errors import ConfigError
+
+        if name is not None:
+            return [self.backend(name)]
+        chosen = [
+            backend for key, backend in self.backends().items()
+            if _backend_settings(key, self.config.backends.get(key, {}))[2]["sync"]
+        ]  # fmt: skip
+        if not chosen:
+            raise ConfigError(
+                "no external backend configured: add [backends.forgetful] url = \"http://localhost:8020/mcp\" "
+                "to memrouter.toml, or set MEMROUTER_FORGETFUL_URL"
+            )
+        return chosen
+
+    def _current_hashes(self) -> dict[str, str]:
+        with self._lock:
+            self._ensure_fresh()
+            return {row[0]: row[1] for row in self._conn.execute("SELECT name, hash FROM memories")}
+
+    def sync(
+        self,
+        *,
+        backend: str | None = None,
+        changes: str = "all",
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> list[Any]:
+        """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend.
+
+        ``changes`` is ``"all"`` (every memory and mapping), ``"staged"`` (what
+        ``git diff --cached`` shows under the memories root) or ``"queue"``
+        (the entries the pre-commit hook queued; removed once synced to every
+        backend). See ``memrouter.sync.engine`` for the rules.
+        """
+        from memrouter.sync.engine import Syncer
+        from memrouter.sync.queue import QUEUE_FILE, changes_from_entries, read_queue, remove_done, staged_changes
+
+        if changes not in ("all", "staged", "queue"):
+            raise InvalidInput(f"unknown change set {changes!r}; use all, staged or queue")
+        targets = self._sync_backends(backend)
+        queue_path = self.config.index_dir / QUEUE_FILE
+        entries: list[dict[str, Any]] = []
+        listed = []
+        if changes == "staged":
+            listed = staged_changes(self.config.root)
+        elif changes == "queue":
+            entries = read_queue(queue_path)
+            listed = changes_from_entries(entries)
+        if changes != "all":
+            self._current_hashes()  # the index must know the files before state is compared
+        reports = []
+        source_repo = self.config.project_dir.name if self.config.project_dir else None
+        for target in targets:
+            syncer = Syncer(
+                target, self._conn, self.store.read, self._current_hashes, lock=self._lock,
+                project_dir=self.config.project_dir, source_repo=source_repo,
+            )  # fmt: skip
+            if changes == "all":
+                reports.append(syncer.sync_all(dry_run=dry_run, force=force))
+            else:
+                reports.append(syncer.run(listed, dry_run=dry_run, force=force))
+        if changes == "queue" and entries and not dry_run:
+            done = set.intersection(*(report.done for report in reports))
+            remove_done(queue_path, entries, done)
+        return reports
+
+    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> list[dict[str, Any]]:
+        """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
+        from memrouter.errors import BackendUnavailable
+        from memrouter.sync.validate import validate
+
+        current = self._current_hashes()
+        reports = []
+        for target in self._sync_backends(backend):
+            remote = None
+            if check_remote:
+                if not target.available(force=True):
+                    raise BackendUnavailable(f"{target.name} is unavailable at {target.endpoint}")
+                remote = target
+            with self._lock:
+                reports.append(validate(self._conn, target.name, current, remote=remote))
+        return reports
+
+
 def _with_heading(content: str, title: str) -> str:
     raw, body = frontmatter.split(content)
     if "\n" in title or "\r" in title:
@@ -484,3 +698,20 @@ def _field_changes(**fields: Any) -> dict[str, Any]:
         changes[key] = value
     return changes
 
+
+ROUTER_KEYS = ("type", "enabled", "search", "sync")
+
+
+def _backend_settings(name: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, bool]]:
+    """A ``[backends.<name>]`` section split into registry name, backend options and router flags.
+
+    ``type`` (default: the section name), ``enabled``, ``search`` and
+    ``sync`` (each default true) are the router's; everything else goes to
+    the backend, with ``name`` set to the section name when the type differs.
+    """
+    kind = str(settings.get("type", name))
+    options = {key: value for key, value in settings.items() if key not in ROUTER_KEYS}
+    if kind != name:
+        options.setdefault("name", name)
+    flags = {key: bool(settings.get(key, True)) for key in ("enabled", "search", "sync")}
+    return kind, options, flags

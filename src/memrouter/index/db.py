@@ -82,6 +82,28 @@ INSERT INTO meta (key, value) VALUES ('generation', '0');
 
 MIGRATIONS: list[Migration] = [Migration("0001_memories_and_postings", _CORE)]
 
+# Sync state per external backend (see memrouter.sync.state for how it is used).
+_SYNC_STATE = """
+CREATE TABLE sync_state (
+    backend TEXT NOT NULL,
+    name TEXT NOT NULL,
+    hash TEXT NOT NULL DEFAULT '',
+    remote_ids TEXT NOT NULL DEFAULT '[]',
+    synced_at REAL,
+    pending TEXT,
+    PRIMARY KEY (backend, name)
+) WITHOUT ROWID;
+CREATE TABLE sync_remote (
+    backend TEXT NOT NULL,
+    remote_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    PRIMARY KEY (backend, remote_id)
+) WITHOUT ROWID;
+CREATE INDEX sync_remote_name ON sync_remote(backend, name);
+"""
+MIGRATIONS.append(Migration("0100_sync_state", _SYNC_STATE))
+
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open a connection with the settings every index connection uses."""
