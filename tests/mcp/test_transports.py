@@ -40,12 +40,10 @@ async def test_stdio_subprocess(project_root: Path, tmp_path: Path) -> None:
     from mcp import Client, StdioServerParameters
 
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memrouter", "--root", str(project_root), "--index-dir", str(tmp_path / "index"), "serve"],
-        env=env,
-        cwd=str(tmp_path),
-    )
+    project = project_root.parent.parent
+    # No --root: the server finds the project from its working directory (a subfolder here).
+    (project / "src").mkdir()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memrouter", "serve"], env=env, cwd=str(project / "src"))
     async with Client(params) as client:
         await roundtrip(client, project_root, "stdio")
         branch = await client.call_tool("get_current_branch", {})
@@ -61,7 +59,8 @@ async def test_stdio_subprocess(project_root: Path, tmp_path: Path) -> None:
                 break
             await anyio.sleep(0.1)
         assert hits.structured_content["results"][0]["name"] == "hand-edit"
-    # the task context survives the server: a second server process reads it back
+    # the task context survives the server, in the project's state folder
+    assert (project / ".memrouter" / "task-context.json").is_file()
     async with Client(params) as client:
         task = await client.call_tool("get_task_context", {})
         assert task.structured_content["task"] == "ship the MCP server"
