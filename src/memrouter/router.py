@@ -590,8 +590,9 @@ class Router:
         return chosen
 
     def _current_hashes(self) -> dict[str, str]:
+        """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
         with self._lock:
-            self._ensure_fresh()
+            self.refresh()
             return {row[0]: row[1] for row in self._conn.execute("SELECT name, hash FROM memories")}
 
     def sync(
