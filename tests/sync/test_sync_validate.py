@@ -1,0 +1,77 @@
+"""The freshness report: in_sync, stale, missing, orphaned over nested folders; local and --remote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from sync.synchelp import http_toml, make_project
+
+from memrouter import Router
+from memrouter.backends.forgetful import ForgetfulBackend
+from memrouter.cli import main
+from memrouter.sync import state
+from memrouter.testing.servers import FakeServer, stdio_command
+
+
+def test_report_counts_every_state_over_nested_folders(
+    tmp_path: Path, fake_http: FakeServer, inspector: ForgetfulBackend
+) -> None:
+    project = make_project(tmp_path, http_toml(fake_http.url))
+    root = project / ".serena" / "memories"
+    with Router.open(root=root, watch=False) as router:
+        report = router.validate()[0]
+        assert (report["total"], report["missing"], report["in_sync"]) == (6, 6, 0)
+        router.sync()
+        assert router.validate()[0]["in_sync"] == 6
+
+        (root / "a" / "b" / "c").mkdir(parents=True)
+        (root / "a" / "b" / "c" / "deep.md").write_text("# Deep\n\nNested memory.\n")  # missing
+        (root / "ci" / "flaky-tests.md").write_text("# Flaky\n\nChanged.\n")  # stale
+        (root / "incidents" / "flaky-tests.md").unlink()  # orphaned
+        report = router.validate()[0]
+        assert {k: report[k] for k in ("total", "in_sync", "stale", "missing", "orphaned")} == {
+            "total": 6, "in_sync": 4, "stale": 1, "missing": 1, "orphaned": 1,
+        }  # fmt: skip
+        states = {d["name"]: d["state"] for d in report["details"]}
+        assert states == {"a/b/c/deep": "missing", "ci/flaky-tests": "stale", "incidents/flaky-tests": "orphaned"}
+        assert report["checked_remote"] is False and report["duration_ms"] >= 0
+
+        # --remote: a copy obsoleted behind memrouter's back is missing again
+        remote_id = state.load_records(router._conn, "forgetful")["conventions/commit-messages"].remote_ids[0]
+        inspector.mark_obsolete(remote_id, "removed by hand")
+        assert router.validate()[0]["in_sync"] == 4
+        remote = router.validate(check_remote=True)[0]
+        assert remote["in_sync"] == 3 and remote["missing"] == 2
+        assert remote["orphaned_remote_ids"] == [remote_id]
+
+        router.sync(force=True)
+        assert router.validate()[0]["missing"] == 0
+
+
+def test_cli_validate_json_and_missing_backend_config(
+    tmp_path: Path, fake_http: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path, http_toml(fake_http.url))
+    monkeypatch.chdir(project)
+    runner = CliRunner()
+    done = runner.invoke(main, ["validate", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert set(data) >= {"total", "in_sync", "stale", "missing", "orphaned", "duration_ms", "details"}
+    assert runner.invoke(main, ["validate"]).output.startswith("forgetful: 6 memories: 0 in sync")
+    done = runner.invoke(main, ["validate", "--backend", "nope"])
+    assert done.exit_code == 2 and "no backend 'nope'" in done.stderr
+
+
+def test_sync_and_validate_over_stdio(tmp_path: Path) -> None:
+    command = json.dumps(stdio_command(db=str(tmp_path / "fg.sqlite")))
+    project = make_project(tmp_path, f"[backends.forgetful]\ncommand = {command}\ntimeout = 15\n")
+    with Router.open(root=project / ".serena" / "memories", watch=False) as router:
+        report = router.sync()[0]
+        assert report.ok and len(report.created) == 6
+        assert router.validate(check_remote=True)[0]["in_sync"] == 6
+        hits = router.search("payment suite timed out", limit=20, source="forgetful")
+        assert hits and hits[0].source == "forgetful"
