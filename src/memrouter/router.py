@@ -551,10 +551,12 @@ class Router:
 
     def backend_status(self) -> list[dict[str, Any]]:
         """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
+        result: list[dict[str, Any]] = []
+        if not self.config.backends:
+            return result
         from memrouter.backends.base import backend_status
 
-        result: list[dict[str, Any]] = []
-        built = self.backends() if self.config.backends else {}
+        built = self.backends()
         for name in sorted(self.config.backends):
             backend = built.get(name)
             if backend is None:
