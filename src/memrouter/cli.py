@@ -96,30 +96,24 @@ pass_state = click.make_pass_decorator(State)
 
 @main.command()
 @click.option("--full", is_flag=True, help="Re-read every file, not only those whose stat changed.")
+@click.option("--lexical-only", is_flag=True, help="Skip embeddings (no model is loaded).")
+@click.option("--reembed", is_flag=True, help="Drop vectors made by another embedding model and embed again.")
 @FORMAT
 @pass_state
 @handle_errors
-def index(state: State, full: bool, fmt: str) -> None:
-    """Build or refresh the index from the memory files."""
+def index(state: State, full: bool, lexical_only: bool, reembed: bool, fmt: str) -> None:
+    """Build or refresh the index (full text and embeddings) from the memory files."""
     router = state.router()
     started = time.perf_counter()
-    if sys.stderr.isatty() and fmt == "text":
-        bar: Any = None
-
-        def progress(done: int, total: int) -> None:
-            nonlocal bar
-            if bar is None:
-                bar = click.progressbar(length=total, label="indexing", file=sys.stderr, show_eta=True)
-                bar.__enter__()
-            bar.update(1)
-            if done == total:
-                bar.__exit__(None, None, None)
-
-        report = router.refresh(full=full, progress=progress)
-    else:
-        report = router.refresh(full=full)
+    show = sys.stderr.isatty() and fmt == "text"
+    with _progress_bar("reading", show) as read_progress, _progress_bar("embedding", show) as embed_progress:
+        report = router.refresh(
+            full=full, progress=read_progress, embed=not lexical_only, embed_progress=embed_progress, reembed=reembed
+        )
+    status = router.status()
     data = report.to_dict() | {"took_ms": round((time.perf_counter() - started) * 1000, 1)}
-    data["total"] = router.status()["memories"]["total"]
+    data["total"] = status["memories"]["total"]
+    data["dense"] = status["dense"]
 
     def text() -> str:
         lines = [
@@ -127,9 +121,35 @@ def index(state: State, full: bool, fmt: str) -> None:
             f"{data['removed']} removed, {data['unchanged']} unchanged ({data['took_ms']} ms)"
         ]
         lines += [f"  problem: {name}: {problem}" for name, problem in report.problems.items()]
+        dense = data["dense"]
+        if dense["chunks"]:
+            lines.append(f"{dense['embedded_memories']} memories embedded ({dense['chunks']} chunks, {dense['model']})")
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+class _progress_bar:
+    """A click progress bar with ETA on a terminal; a no-op callback otherwise."""
+
+    def __init__(self, label: str, show: bool) -> None:
+        self.label, self.show, self.bar, self.done = label, show, None, 0
+
+    def __enter__(self) -> Any:
+        if not self.show:
+            return None
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr, show_eta=True)
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
 
 
 @main.command()
@@ -177,7 +197,7 @@ def search(
     took = round((time.perf_counter() - started) * 1000, 2)
     data = {
         "query": query,
-        "mode": mode or router.config.search.mode,
+        "mode": router.effective_mode(mode),
         "took_ms": took,
         "results": [hit.to_dict() for hit in hits],
     }

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 from memrouter.config import Config
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.index import db
+from memrouter.index.dense import DenseIndex
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
 from memrouter.index.refresh import (
@@ -65,6 +66,9 @@ class Router:
         self._last_check = float("-inf")
         self._last_report: RefreshReport | None = None
         self._lexical = LexicalIndex()
+        # Dense retrieval; the model loads on first use, never for lexical search.
+        self._dense = DenseIndex(config.index_dir, config.embedder)
+        self._dense_checked: str | None = None
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
         # External backends, built from config.backends on first need (see backends()).
@@ -103,9 +107,52 @@ class Router:
         self.close()
 
     # -- index maintenance -------------------------------------------------
-    def refresh(self, *, full: bool = False, progress: Progress | None = None) -> RefreshReport:
-        """Bring the index up to date with the files (incremental unless ``full``)."""
+    def refresh(
+        self,
+        *,
+        full: bool = False,
+        progress: Progress | None = None,
+        embed: bool | None = False,
+        embed_progress: Progress | None = None,
+        reembed: bool = False,
+    ) -> RefreshReport:
+        """Bring the index up to date with the files (incremental unless ``full``).
+
+        ``embed=True`` also embeds every memory that lacks current vectors
+        (building the dense index on first use); ``None`` does so only if
+        the dense index is already in use; ``reembed`` drops vectors made by
+        another model first.
+        """
         with self._lock:
+            report = self._refresh_lexical(full, progress)
+            if embed or reembed or (embed is None and self._dense.has_vectors(self._conn)):
+                self._dense.embed_pending(self._conn, progress=embed_progress, reembed=reembed)
+                self._dense_checked = self._generation()
+            return report
+
+    def _generation(self) -> str:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return str(row[0]) if row else "0"
+
+    def effective_mode(self, mode: str | None = None) -> str:
+        """The mode a search will use: the configured default falls back to
+        lexical until the index holds vectors (so a default search never
+        loads the model on an index built without them)."""
+        if mode is not None:
+            if mode not in ("hybrid", "lexical", "semantic"):
+                raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
+            return mode
+        configured = self.config.search.mode
+        if configured == "lexical":
+            return configured
+        with self._lock:
+            return configured if self._dense.has_vectors(self._conn) else "lexical"
+
+    def _refresh_lexical(self, full: bool, progress: Progress | None) -> RefreshReport:
+        with self._lock:
+            if self._watch and self._watcher is None:
+                # Watch before scanning, so a change during the scan is seen next time.
+                self._watcher = ChangeWatcher(self.config.root)
             try:
                 report = refresh_index(self._conn, self.store, full=full, progress=progress)
             except sqlite3.DatabaseError as exc:
@@ -143,8 +190,6 @@ class Router:
         """Refresh when files may have changed: always the first time, then on
         file-system events (or every ``refresh_interval`` seconds without them)."""
         if self._last_check == float("-inf"):
-            if self._watch and self._watcher is None:
-                self._watcher = ChangeWatcher(self.config.root)
             self.refresh()
             return
         watcher = self._watcher
@@ -180,9 +225,7 @@ class Router:
         """
         query = check_query(query)
         limit = check_limit(limit)
-        mode = mode or self.config.search.mode
-        if mode not in ("hybrid", "lexical", "semantic"):
-            raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
+        mode = self.effective_mode(mode)
         filters = make_filters(
             channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
         )
@@ -190,6 +233,8 @@ class Router:
             return self._search_backend(source, query, limit, content)
         with self._lock:
             self._ensure_fresh()
+            if mode != "lexical":
+                self._ensure_embedded()
             try:
                 hits = self._search_canonical(query, limit, mode, filters, content)
             except sqlite3.DatabaseError as exc:
@@ -233,9 +278,16 @@ class Router:
         if mode in ("hybrid", "lexical"):
             found = self._lexical.search(self._conn, query, filters, limit=pool)
             lists["lexical"] = [Ranked(hit.memory_id, hit.score) for hit in found]
-        if mode == "semantic":
-            raise InvalidInput("semantic search needs embeddings, which this index does not have; use --mode lexical")
+        if mode in ("hybrid", "semantic"):
+            lists["dense"] = self._dense.search(self._conn, query, filters, limit=pool)
         return lists
+
+    def _ensure_embedded(self) -> None:
+        """Embed memories added or changed since the last check (cheap when none)."""
+        generation = self._generation()
+        if generation != self._dense_checked:
+            self._dense.embed_pending(self._conn)
+            self._dense_checked = generation
 
     def _rows(self, ids: list[int]) -> dict[int, sqlite3.Row]:
         if not ids:
@@ -376,6 +428,7 @@ class Router:
             if stored:
                 problems.update(json.loads(stored[0]))
             migrations = [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+            dense = self._dense.status(conn).to_dict() | {"embedder": self.config.embedder}
         index_path = self.config.index_path
         report = self._last_report
         return {
@@ -395,9 +448,11 @@ class Router:
             },
             "problems": problems,
             "warnings": list(self.warnings),
+            "dense": dense,
             "config": {
                 "source": self.config.source,
                 "mode": self.config.search.mode,
+                "weights": dict(self.config.search.weights),
                 "refresh_interval": self.config.search.refresh_interval,
             },
             "backends": self.backend_status(),

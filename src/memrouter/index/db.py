@@ -80,7 +80,28 @@ CREATE TABLE terms (term TEXT PRIMARY KEY, postings BLOB NOT NULL) WITHOUT ROWID
 INSERT INTO meta (key, value) VALUES ('generation', '0');
 """
 
-MIGRATIONS: list[Migration] = [Migration("0001_memories_and_postings", _CORE)]
+# Chunk embeddings for dense retrieval (see memrouter.index.dense).
+_DENSE = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    memory_hash TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    heading TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dimension INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX chunks_memory ON chunks(memory_id, model);
+CREATE INDEX chunks_model ON chunks(model);
+"""
+
+MIGRATIONS: list[Migration] = [
+    Migration("0001_memories_and_postings", _CORE),
+    Migration("0002_dense_chunks", _DENSE),
+]
 
 # Sync state per external backend (see memrouter.sync.state for how it is used).
 _SYNC_STATE = """

@@ -1,0 +1,293 @@
+"""Dense retrieval: chunk embeddings in the index, searched by cosine similarity.
+
+Each memory is cut into chunks along its markdown structure; each chunk's
+embedding is stored as a float32 blob tagged with the embedder's model id and
+dimension, and with the content hash of the memory it was cut from. A memory
+needs (re-)embedding when it has no chunks for its current hash and the
+current model, so refresh only embeds what changed. Vectors of another model
+are never searched: they wait for ``memrouter index --reembed``.
+
+For search, the current vectors are gathered once per index generation into
+one matrix, kept as a memory-mapped ``.npy`` file beside the index (a new
+process maps it instead of reading every blob), and searched exactly (one
+matrix product) or, above a size threshold, through an HNSW graph. A memory's
+dense score is its best chunk; the hit says which chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memrouter.index.fusion import Ranked
+from memrouter.index.lexical import filter_sql
+from memrouter.model import Filters
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from memrouter.embed import Embedder
+
+__all__ = ["DenseIndex", "DenseStatus"]
+
+log = logging.getLogger(__name__)
+
+# Chunks fetched per memory wanted: a memory often has several good chunks.
+CHUNKS_PER_MEMORY = 4
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DenseStatus:
+    """What the dense index holds for the configured model."""
+
+    model: str
+    chunks: int
+    embedded_memories: int
+    pending_memories: int
+    other_model_chunks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "chunks": self.chunks,
+            "embedded_memories": self.embedded_memories,
+            "pending_memories": self.pending_memories,
+            "other_model_chunks": self.other_model_chunks,
+            "reembed_needed": self.other_model_chunks > 0,
+        }
+
+
+class DenseIndex:
+    """Embeds memories into the ``chunks`` table and searches them.
+
+    The embedder is created on first use (loading the model costs time and
+    memory); ``model_id`` is known before that, so freshness checks and
+    status never load the model.
+    """
+
+    def __init__(
+        self,
+        index_dir: Path,
+        embedder_name: str = "minilm",
+        *,
+        model_id: str | None = None,
+        hnsw_threshold: int | None = None,
+        embedder_factory: Callable[[], Embedder] | None = None,
+    ) -> None:
+        self.index_dir = index_dir
+        self.embedder_name = embedder_name
+        self._factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self._model_id = model_id
+        self._hnsw_threshold = hnsw_threshold
+        self._generation: tuple[str, str] | None = None
+        self._searcher: Any = None
+        self._chunk_ids: Any = None
+        self._chunk_memory: Any = None
+
+    # -- the model ---------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            if self._factory is not None:
+                self._embedder = self._factory()
+            else:
+                from memrouter.embed import get_embedder
+
+                self._embedder = get_embedder(self.embedder_name)
+            self._model_id = self._embedder.model_id
+        return self._embedder
+
+    @property
+    def model_id(self) -> str:
+        """The id vectors are tagged with (known without loading the model when possible)."""
+        if self._model_id is None:
+            self._model_id = _known_model_ids().get(self.embedder_name) or self.embedder.model_id
+        return self._model_id
+
+    # -- state -------------------------------------------------------------
+    def has_vectors(self, conn: sqlite3.Connection) -> bool:
+        """True once any memory has chunks for the current model."""
+        row = conn.execute("SELECT 1 FROM chunks WHERE model = ? LIMIT 1", (self.model_id,)).fetchone()
+        return row is not None
+
+    def pending(self, conn: sqlite3.Connection) -> list[sqlite3.Row]:
+        """Memories with no chunks for their current hash and the current model."""
+        return conn.execute(
+            "SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE NOT EXISTS ("
+            "SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?) "
+            "ORDER BY m.id",
+            (self.model_id,),
+        ).fetchall()
+
+    def status(self, conn: sqlite3.Connection) -> DenseStatus:
+        model = self.model_id
+        chunks, embedded = conn.execute(
+            "SELECT count(*), count(DISTINCT c.memory_id) FROM chunks c JOIN memories m "
+            "ON m.id = c.memory_id AND m.hash = c.memory_hash WHERE c.model = ?",
+            (model,),
+        ).fetchone()
+        other = conn.execute("SELECT count(*) FROM chunks WHERE model != ?", (model,)).fetchone()[0]
+        total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        return DenseStatus(model, chunks, embedded, total - embedded, other)
+
+    # -- writing -----------------------------------------------------------
+    def embed_pending(
+        self, conn: sqlite3.Connection, *, progress: Progress | None = None, reembed: bool = False
+    ) -> int:
+        """Embed every memory whose chunks are missing or stale; returns how many.
+
+        ``reembed`` first drops vectors of other models (and, with the same
+        model, nothing: unchanged memories are never embedded twice).
+        """
+        if reembed:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM chunks WHERE model != ?", (self.model_id,))
+            conn.execute("COMMIT")
+        todo = self.pending(conn)
+        if not todo:
+            return 0
+        from memrouter.embed import embed_many
+        from memrouter.index.chunking import chunk_markdown
+
+        embedder = self.embedder
+        pieces: list[tuple[int, str, int, Any]] = []  # (memory id, hash, ordinal, chunk)
+        for row in todo:
+            chunks = chunk_markdown(
+                row["body"] or row["title"],
+                embedder.count_tokens,
+                max_tokens=embedder.max_tokens,
+                context_prefix=row["title"],
+            )
+            pieces.extend((row["id"], row["hash"], ordinal, chunk) for ordinal, chunk in enumerate(chunks))
+        texts = [chunk.embed_text for _, _, _, chunk in pieces]
+        vectors = embed_many(embedder, texts, batch_size=32, progress=progress) if texts else None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(
+                "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(row["id"], self.model_id) for row in todo]
+            )
+            conn.executemany(
+                "INSERT INTO chunks (memory_id, memory_hash, ordinal, start, end, heading, model, dimension, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (mid, digest, ordinal, chunk.start, chunk.end, chunk.heading, self.model_id,
+                     embedder.dimension, vectors[i].tobytes())  # type: ignore[index]
+                    for i, (mid, digest, ordinal, chunk) in enumerate(pieces)
+                ],
+            )  # fmt: skip
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('dense_generation', '1') ON CONFLICT(key) DO UPDATE "
+                "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return len(todo)
+
+    # -- searching ---------------------------------------------------------
+    def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str]:
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation')"))
+        return rows.get("generation", "0"), rows.get("dense_generation", "0")
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        """Gather the current vectors into one searchable matrix (once per generation)."""
+        generation = self._generation_of(conn)
+        if generation == self._generation and self._searcher is not None:
+            return
+        import numpy as np
+
+        from memrouter.index import vectors as vector_search
+
+        stem = f"dense-{_safe(self.model_id)}-{generation[0]}-{generation[1]}"
+        matrix_path = self.index_dir / f"{stem}.npy"
+        ids_path = self.index_dir / f"{stem}.ids.npy"
+        matrix = chunk_ids = None
+        if matrix_path.is_file() and ids_path.is_file():
+            try:
+                matrix = vector_search.load_matrix(matrix_path)
+                chunk_ids = np.load(ids_path, allow_pickle=False)
+            except (OSError, ValueError, Exception) as exc:  # noqa: BLE001 - a bad cache file is rebuilt below
+                log.info("dense cache %s unusable (%s); rebuilding", matrix_path.name, exc)
+                matrix = chunk_ids = None
+        if matrix is None or chunk_ids is None or len(chunk_ids) != len(matrix):
+            rows = conn.execute(
+                "SELECT c.id, c.vector FROM chunks c JOIN memories m ON m.id = c.memory_id AND m.hash = c.memory_hash "
+                "WHERE c.model = ? ORDER BY c.id",
+                (self.model_id,),
+            ).fetchall()
+            dimension = self.embedder.dimension if not rows else len(rows[0][1]) // 4
+            matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), dimension)
+            chunk_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            try:
+                for old in self.index_dir.glob(f"dense-{_safe(self.model_id)}-*.npy"):
+                    old.unlink()
+                vector_search.save_matrix(matrix_path, matrix)
+                np.save(ids_path, chunk_ids)
+            except OSError as exc:  # a read-only cache folder only costs speed
+                log.info("cannot cache dense matrix in %s: %s", self.index_dir, exc)
+        memory_of = dict(conn.execute("SELECT id, memory_id FROM chunks WHERE model = ?", (self.model_id,)))
+        self._chunk_ids = chunk_ids
+        self._chunk_memory = np.fromiter((memory_of.get(int(c), -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        options = {} if self._hnsw_threshold is None else {"hnsw_threshold": self._hnsw_threshold}
+        self._searcher = vector_search.open_searcher(matrix, hnsw_path=self.index_dir / f"{stem}.hnsw", **options)
+        self._generation = generation
+
+    def embed_query(self, query: str) -> NDArray[np.float32]:
+        from memrouter.embed import embed
+
+        return embed(self.embedder, query)
+
+    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
+        """The ``limit`` memories whose best chunk is most similar to ``query``."""
+        import numpy as np
+
+        self._load(conn)
+        if self._searcher is None or self._searcher.size == 0:
+            return []
+        vector = self.embed_query(query)
+        allowed = None
+        if not filters.empty:
+            where, params = filter_sql(filters)
+            ids = np.fromiter((r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64)
+            allowed = np.nonzero(np.isin(self._chunk_memory, ids))[0]
+            if allowed.size == 0:
+                return []
+        rows, scores = self._searcher.top_k(vector, min(self._searcher.size, limit * CHUNKS_PER_MEMORY), allowed)
+        best: dict[int, tuple[float, int]] = {}
+        for row, score in zip(rows.tolist(), scores.tolist()):
+            memory_id = int(self._chunk_memory[row])
+            if memory_id >= 0 and memory_id not in best:
+                best[memory_id] = (score, int(self._chunk_ids[row]))
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
+        details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
+        return [Ranked(mid, round(score, 6), details.get(chunk)) for mid, (score, chunk) in ranked]
+
+    @staticmethod
+    def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, str]:
+        if not chunk_ids:
+            return {}
+        marks = ", ".join("?" * len(chunk_ids))
+        rows = conn.execute(f"SELECT id, ordinal, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+        return {row[0]: f"chunk {row[1]}" + (f": {row[2]}" if row[2] else "") for row in rows}
+
+
+def _safe(model_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)
+
+
+def _known_model_ids() -> dict[str, str]:
+    """Model ids of the built-in embedders, so freshness checks need not load a model."""
+    return {
+        "minilm": "all-MiniLM-L6-v2",
+        "minilm-onnx": "all-MiniLM-L6-v2",
+        "minilm-numpy": "all-MiniLM-L6-v2",
+        "sentence-transformers": "all-MiniLM-L6-v2",
+    }
