@@ -355,6 +355,35 @@ def serve(
     )
 
 
+@main.command()
+@click.option("--recall", is_flag=True, help="Measure HNSW recall@10 against exact search on this index.")
+@click.option("--samples", type=click.IntRange(1, 10_000), default=200, show_default=True)
+@FORMAT
+@pass_state
+@handle_errors
+def doctor(state: State, recall: bool, samples: int, fmt: str) -> None:
+    """Check the index: vector search recall (--recall) and the dense index's state."""
+    router = state.router()
+    data: dict[str, Any] = {"dense": router.status()["dense"]}
+    if recall:
+        data["recall"] = router.measure_recall(samples=samples)
+
+    def text() -> str:
+        dense = data["dense"]
+        lines = [f"dense index: {dense['embedded_memories']} memories, {dense['chunks']} chunks ({dense['model']})"]
+        if dense["reembed_needed"]:
+            lines.append(f"  {dense['other_model_chunks']} chunks from another model: run memrouter index --reembed")
+        if recall:
+            r = data["recall"]
+            lines.append(
+                f"HNSW recall@{r['k']}: {r['recall']} over {r['samples']} sampled queries "
+                f"({r['chunks']} chunks; search uses {r.get('search_path', 'exact')})"
+            )
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
 def _parse_ks(value: str) -> tuple[int, ...]:
     try:
         ks = tuple(sorted({int(part) for part in value.split(",") if part.strip()}))

@@ -282,6 +282,12 @@ class Router:
             lists["dense"] = self._dense.search(self._conn, query, filters, limit=pool)
         return lists
 
+    def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
+        """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
+        with self._lock:
+            self._ensure_fresh()
+            return self._dense.measure_recall(self._conn, k=k, samples=samples)
+
     def _ensure_embedded(self) -> None:
         """Embed memories added or changed since the last check (cheap when none)."""
         generation = self._generation()

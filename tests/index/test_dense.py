@@ -108,3 +108,11 @@ def test_real_model_finds_a_paraphrase(tmp_path: Path) -> None:
         router.refresh(embed=True)
         hits = router.search("start the application on my own machine", mode="semantic")
         assert hits[0].name == "local-dev"
+
+
+def test_doctor_recall_on_the_index(memories: Path, tmp_path: Path) -> None:
+    with open_router(memories, tmp_path / "idx", CountingEmbedder()) as router:
+        assert router.measure_recall()["recall"] is None  # no vectors yet
+        router.refresh(embed=True)
+        report = router.measure_recall(samples=20)
+        assert report["recall"] >= 0.9 and report["search_path"] == "exact" and report["chunks"] >= 6

@@ -88,6 +88,7 @@ class DenseIndex:
         self._hnsw_threshold = hnsw_threshold
         self._generation: tuple[str, str] | None = None
         self._searcher: Any = None
+        self._matrix: Any = None
         self._chunk_ids: Any = None
         self._chunk_memory: Any = None
 
@@ -234,6 +235,7 @@ class DenseIndex:
             except OSError as exc:  # a read-only cache folder only costs speed
                 log.info("cannot cache dense matrix in %s: %s", self.index_dir, exc)
         memory_of = dict(conn.execute("SELECT id, memory_id FROM chunks WHERE model = ?", (self.model_id,)))
+        self._matrix = matrix
         self._chunk_ids = chunk_ids
         self._chunk_memory = np.fromiter((memory_of.get(int(c), -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
         options = {} if self._hnsw_threshold is None else {"hnsw_threshold": self._hnsw_threshold}
@@ -269,6 +271,33 @@ class DenseIndex:
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
         details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
         return [Ranked(mid, round(score, 6), details.get(chunk)) for mid, (score, chunk) in ranked]
+
+    def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
+        """Recall@k of the HNSW graph against exact search over this index's vectors.
+
+        The graph is built for the measurement even below the size threshold
+        at which search would switch to it.
+        """
+        import time
+
+        from memrouter.index import vectors as vector_search
+
+        self._load(conn)
+        exact = vector_search.ExactSearch(self._matrix)
+        if exact.size == 0:
+            return {"chunks": 0, "k": k, "samples": 0, "recall": None, "note": "no vectors: run memrouter index"}
+        started = time.perf_counter()
+        graph = vector_search.HnswSearch.build(exact.vectors)
+        built = time.perf_counter() - started
+        recall = vector_search.recall_at_k(graph, exact, k=min(k, exact.size), samples=samples)
+        return {
+            "chunks": exact.size,
+            "k": k,
+            "samples": min(samples, exact.size),
+            "recall": round(recall, 4),
+            "hnsw_build_s": round(built, 3),
+            "search_path": "hnsw" if exact.size >= (self._hnsw_threshold or vector_search.DEFAULT_HNSW_THRESHOLD) else "exact",
+        }
 
     @staticmethod
     def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, str]:
