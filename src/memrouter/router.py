@@ -135,18 +135,20 @@ class Router:
         return str(row[0]) if row else "0"
 
     def effective_mode(self, mode: str | None = None) -> str:
-        """The mode a search will use: the configured default falls back to
-        lexical until the index holds vectors (so a default search never
-        loads the model on an index built without them)."""
-        if mode is not None:
-            if mode not in ("hybrid", "lexical", "semantic"):
-                raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
-            return mode
-        configured = self.config.search.mode
-        if configured == "lexical":
-            return configured
-        with self._lock:
-            return configured if self._dense.has_vectors(self._conn) else "lexical"
+        """The mode a search will use.
+
+        ``hybrid`` fuses the retrievers the index has: until it holds vectors
+        (``memrouter index`` builds them) that is lexical alone, so a search
+        never starts embedding a whole corpus by surprise. ``semantic`` asks
+        for vectors explicitly and builds any that are missing.
+        """
+        mode = mode or self.config.search.mode
+        if mode not in ("hybrid", "lexical", "semantic"):
+            raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
+        if mode == "hybrid":
+            with self._lock:
+                return mode if self._dense.has_vectors(self._conn) else "lexical"
+        return mode
 
     def _refresh_lexical(self, full: bool, progress: Progress | None) -> RefreshReport:
         with self._lock:

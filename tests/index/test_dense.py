@@ -35,9 +35,10 @@ def open_router(memories: Path, index_dir: Path, embedder: HashEmbedder) -> Rout
 
 def test_default_mode_is_lexical_until_vectors_exist(memories: Path, tmp_path: Path) -> None:
     with open_router(memories, tmp_path / "idx", CountingEmbedder()) as router:
-        assert router.effective_mode() == "lexical"
+        assert router.effective_mode() == "lexical" and router.effective_mode("hybrid") == "lexical"
         router.search("postgres")
-        assert router._dense._embedder is None  # no model loaded for a default search
+        router.search("postgres", mode="hybrid")
+        assert router._dense._embedder is None  # no model loaded: hybrid has only lexical so far
         router.refresh(embed=True)
         assert router.effective_mode() == "hybrid"
         assert router.status()["dense"]["embedded_memories"] == 6
