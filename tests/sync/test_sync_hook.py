@@ -95,7 +95,7 @@ def test_hook_never_blocks_a_commit_when_python_or_memrouter_is_broken(tmp_path:
                           capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     # a broken helper (memrouter half-installed) still lets the commit through
-    (hooks / "memrouter-queue.py").write_text("raise SystemExit(7)\n")
+    (hooks / "memrouter_queue.py").write_text("raise SystemExit(7)\n")
     (memories_root(project) / "b.md").write_text("# B\n")
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "broken helper")
@@ -129,7 +129,7 @@ def test_existing_hook_is_chained_and_restored(tmp_path: Path) -> None:
     (hooks / CHAINED_NAME).write_text(original)
     assert uninstall_hook(memories_root(project)).action == "removed (earlier hook restored)"
     assert (hooks / "pre-commit").read_text() == original
-    assert not (hooks / "memrouter-queue.py").exists()
+    assert not (hooks / "memrouter_queue.py").exists() and not (hooks / "__pycache__").exists()
     assert uninstall_hook(memories_root(project)).action == "not installed"
     assert (hooks / "pre-commit").read_text() == original
 

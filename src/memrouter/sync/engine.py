@@ -178,10 +178,21 @@ class Syncer:
         changes += [Change("upsert", name) for name in sorted(current) if name not in renames]
         paired = set(renames.values())
         changes += [Change("delete", name) for name in sorted(vanished) if name not in paired]
-        return self.run(changes, dry_run=dry_run, force=force)
+        return self.run(changes, dry_run=dry_run, force=force, current=current)
 
-    def run(self, changes: Sequence[Change], *, dry_run: bool = False, force: bool = False) -> SyncReport:
-        """Apply ``changes`` in order; see the module docstring."""
+    def run(
+        self,
+        changes: Sequence[Change],
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        current: Mapping[str, str] | None = None,
+    ) -> SyncReport:
+        """Apply ``changes`` in order; see the module docstring.
+
+        ``current`` (every name -> content hash, default from ``hashes``)
+        lets an unchanged memory be skipped without reading its file.
+        """
         started = time.perf_counter()
         report = SyncReport(self.backend.name, dry_run=dry_run)
         if not changes:
@@ -191,6 +202,7 @@ class Syncer:
             report.error = f"{self.backend.name} is unavailable: {self.backend.health.last_error or 'unreachable'}"
             report.duration_ms = (time.perf_counter() - started) * 1000
             return report
+        hashes = dict(self._hashes()) if current is None else current
         with self._lock:
             records = state.load_records(self.conn, self.backend.name)
         seen: set[str] = set()
@@ -202,7 +214,10 @@ class Syncer:
                     continue
                 seen.add(name)
                 try:
-                    self._reconcile(name, records, report, dry_run=dry_run, force=force, reason=change.reason)
+                    self._reconcile(
+                        name, records, report, dry_run=dry_run, force=force, reason=change.reason,
+                        known_hash=hashes.get(name),
+                    )  # fmt: skip
                 except BackendUnavailable as exc:
                     report.error = str(exc)
                     report.failed[name] = str(exc)
@@ -244,8 +259,12 @@ class Syncer:
         dry_run: bool,
         force: bool,
         reason: str | None,
+        known_hash: str | None,
     ) -> None:
         record = records.get(name)
+        if not force and record is not None and record.pending is None and record.hash == known_hash:
+            report.skipped += 1  # the index says the file still has the synced hash: no need to read it
+            return
         try:
             memory: Memory | None = self._read(name)
         except NotFound:

@@ -2,8 +2,8 @@
 
 The hook is a small POSIX ``sh`` script in the repository's hooks folder
 (``git rev-parse --git-path hooks``, so ``core.hooksPath`` is honoured). It
-runs ``memrouter-queue.py`` (a copy of ``memrouter.sync.queue_hook``, stdlib
-only) with ``python -S``, which queues the staged memory changes and never
+imports ``memrouter_queue.py`` (a copy of ``memrouter.sync.queue_hook``,
+stdlib only, its bytecode cached beside it) with ``python -S``, which queues the staged memory changes and never
 fails; whatever happens there, the hook itself ends with ``exit 0``. A
 pre-commit hook that was already there is kept as ``pre-commit.pre-memrouter``
 and run after the queueing step, its verdict passed on unchanged (the only
@@ -28,7 +28,7 @@ __all__ = ["HOOK_MARKER", "HookResult", "hooks_dir", "install_hook", "uninstall_
 HOOK_MARKER = "# memrouter-hook v1"
 HOOK_NAME = "pre-commit"
 CHAINED_NAME = "pre-commit.pre-memrouter"
-HELPER_NAME = "memrouter-queue.py"
+HELPER_NAME = "memrouter_queue.py"
 
 _SCRIPT = """#!/bin/sh
 {marker}
@@ -38,7 +38,8 @@ hook_dir=$(dirname "$0")
 py={python}
 [ -x "$py" ] || py=$(command -v python3 2>/dev/null)
 if [ -n "$py" ] && [ -f "$hook_dir/{helper}" ]; then
-    "$py" -S "$hook_dir/{helper}" {prefix} {queue} </dev/null >/dev/null || :
+    "$py" -S -c 'import sys; sys.path[0] = sys.argv[1]; import memrouter_queue; memrouter_queue.main(sys.argv[2:])' \
+        "$hook_dir" {prefix} {queue} </dev/null >/dev/null || :
 fi
 if [ -x "$hook_dir/{chained}" ]; then
     exec "$hook_dir/{chained}" "$@"
@@ -140,6 +141,11 @@ def uninstall_hook(root: Path) -> HookResult:
     helper = folder / HELPER_NAME
     if helper.exists():
         helper.unlink()
+    cached = folder / "__pycache__"
+    for compiled in cached.glob("memrouter_queue.*.pyc") if cached.is_dir() else ():
+        compiled.unlink()
+    if cached.is_dir() and not any(cached.iterdir()):
+        cached.rmdir()
     if chained.exists():
         os.replace(chained, hook)
         return HookResult("removed (earlier hook restored)", hook, None)
