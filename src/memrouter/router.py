@@ -7,6 +7,7 @@ then the index is updated in the same call, so a write is visible at once.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
@@ -564,7 +565,7 @@ class Router:
         known = ", ".join(sorted(self.config.backends)) or "none configured"
         raise ConfigError(f"no backend {name!r} (configured: {known}); add [backends.{name}] to memrouter.toml")
 
-    def _search_backend(self, name: str, query: str, limit: int, content: bool) -> list[Hit]:
+    def _search_backend(self, name: str, query: str, limit: int, content: bool) -> builtins.list[Hit]:
         """Results from one backend only: the caller asked for it, so being down is an error."""
         from memrouter.errors import BackendError, BackendUnavailable
 
@@ -579,7 +580,7 @@ class Router:
             raise
         return [hit.to_hit(content=content) for hit in found]
 
-    def _augment(self, query: str, limit: int, hits: list[Hit], content: bool) -> list[Hit]:
+    def _augment(self, query: str, limit: int, hits: builtins.list[Hit], content: bool) -> builtins.list[Hit]:
         """Canonical ``hits`` plus what the healthy backends add (``memrouter.merge``)."""
         from memrouter.errors import BackendError
         from memrouter.merge import merge_hits
@@ -612,9 +613,9 @@ class Router:
         self._backend_errors[backend.name] = str(exc)
         backend.health.record_failure(str(exc))
 
-    def backend_status(self) -> list[dict[str, Any]]:
+    def backend_status(self) -> builtins.list[dict[str, Any]]:
         """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        result: list[dict[str, Any]] = []
+        result: builtins.list[dict[str, Any]] = []
         if not self.config.backends:
             return result
         from memrouter.backends.base import backend_status
@@ -638,7 +639,7 @@ class Router:
             result.append(entry)
         return result
 
-    def _sync_backends(self, name: str | None) -> list[Any]:
+    def _sync_backends(self, name: str | None) -> builtins.list[Any]:
         from memrouter.errors import ConfigError
 
         if name is not None:
@@ -667,7 +668,7 @@ class Router:
         changes: str = "all",
         dry_run: bool = False,
         force: bool = False,
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend.
 
         ``changes`` is ``"all"`` (every memory and mapping), ``"staged"`` (what
@@ -682,8 +683,8 @@ class Router:
             raise InvalidInput(f"unknown change set {changes!r}; use all, staged or queue")
         targets = self._sync_backends(backend)
         queue_path = self.config.index_dir / QUEUE_FILE
-        entries: list[dict[str, Any]] = []
-        listed = []
+        entries: builtins.list[dict[str, Any]] = []
+        listed: builtins.list[Any] = []
         if changes == "staged":
             listed = staged_changes(self.config.root)
         elif changes == "queue":
@@ -691,7 +692,7 @@ class Router:
             listed = changes_from_entries(entries)
         if changes != "all":
             self._current_hashes()  # the index must know the files before state is compared
-        reports = []
+        reports: builtins.list[Any] = []
         source_repo = self.config.project_dir.name if self.config.project_dir else None
         for target in targets:
             syncer = Syncer(
@@ -707,13 +708,13 @@ class Router:
             remove_done(queue_path, entries, done)
         return reports
 
-    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> list[dict[str, Any]]:
+    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[dict[str, Any]]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
         from memrouter.errors import BackendUnavailable
         from memrouter.sync.validate import validate
 
         current = self._current_hashes()
-        reports = []
+        reports: builtins.list[Any] = []
         for target in self._sync_backends(backend):
             remote = None
             if check_remote:
