@@ -13,7 +13,7 @@ from memrouter import Router
 from memrouter.backends.base import MemoryDraft
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.sync import state
-from memrouter.sync.engine import draft_for
+from memrouter.sync.engine import SyncReport, draft_for
 from memrouter.testing.servers import FakeServer, start_http
 
 LONG = "# Long runbook\n\n" + "\n\n".join(f"## Step {i}\n\n" + f"do thing {i} carefully " * 40 for i in range(6))
@@ -169,10 +169,17 @@ def test_server_killed_mid_sync_then_rerun_converges(tmp_path: Path) -> None:
     server.set_fault("slow", 0.03)  # each call takes a little while, so the kill lands mid-run
     try:
         with open_router(project) as router:
-            killer = threading.Timer(0.5, server.kill)
-            killer.start()
-            first = router.sync()[0]
-            killer.join()
+            reports: list[object] = []
+            worker = threading.Thread(target=lambda: reports.extend(router.sync()))
+            worker.start()
+            deadline = time.monotonic() + 20
+            with ForgetfulBackend(ForgetfulConfig(url=server.url)) as watcher:
+                while len(remote_memories(watcher, project)) < 5 and time.monotonic() < deadline:
+                    time.sleep(0.02)
+            server.kill()
+            worker.join(timeout=30)
+            first = reports[0]
+            assert isinstance(first, SyncReport)
             assert first.error is not None and 0 < len(first.created) < 40
             assert router.status()["backends"][0]["available"] is False
 
@@ -235,3 +242,35 @@ def test_over_limit_fields_are_clipped_and_sync_succeeds(tmp_path: Path, inspect
         first = inspector.get(ids[0])
         assert len(first.title) <= 200 and len(first.tags) == 10
         assert "".join(inspector.get(i).content for i in ids) == text
+
+
+def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_http: FakeServer) -> None:
+    """``memrouter sync`` killed with SIGKILL at an arbitrary point; the next run leaves no duplicates."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    memories = {f"k/{i:03d}": f"# Killed {i}\n\nRecord {i} of the killed run.\n" for i in range(30)}
+    project = make_project(tmp_path, http_toml(fake_http.url), memories=memories)
+    try:
+        fake_http.set_fault("slow", 0.03)
+        process = subprocess.Popen([sys.executable, "-m", "memrouter", "sync"], cwd=project,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        deadline = time.monotonic() + 20
+        with ForgetfulBackend(ForgetfulConfig(url=fake_http.url)) as inspector:
+            while len(remote_memories(inspector, project)) < 5 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+            fake_http.set_fault("none")
+            created_before = len(remote_memories(inspector, project))
+            assert 5 <= created_before < 30
+            with open_router(project) as router:
+                report = router.sync()[0]
+                assert report.ok, report.failed
+                assert router.validate()[0]["in_sync"] == 30
+            live = live_by_context(inspector, project)
+            assert len(live) == 30 and all(len(ids) == 1 for ids in live.values()), live
+    finally:
+        fake_http.set_fault("none")
