@@ -60,7 +60,7 @@ class BertEmbedderBase:
     max_tokens: int = MAX_TOKENS
     runtime: str = "base"
 
-    def __init__(self, model_path: Path, *, batch_tokens: int = 4096, max_batch: int = 64) -> None:
+    def __init__(self, model_path: Path, *, batch_tokens: int = 1024, max_batch: int = 64) -> None:
         self.model_path = model_path
         self._tokenizer = load_tokenizer(model_path / "tokenizer.json")
         self._batch_tokens = batch_tokens

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OnnxEmbedder", "build_onnx_model", "cached_onnx_model"]
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 LAYERS = 6
 HEADS = 12
 HIDDEN = 384
@@ -35,7 +35,12 @@ _MS = "com.microsoft"
 
 
 def build_onnx_model(weights_path: Path) -> bytes:
-    """Build the serialized ONNX model (pooled output, shape [batch, 384])."""
+    """Build the serialized ONNX model (pooled output, shape [batch, 384]).
+
+    The fused ``Attention`` kernel measured faster here than both
+    ``MultiHeadAttention`` after one projection GEMM and plain
+    MatMul/Softmax attention.
+    """
     try:
         import numpy as np
         from onnx import TensorProto, helper, numpy_helper
@@ -74,7 +79,10 @@ def build_onnx_model(weights_path: Path) -> bytes:
         axis=-1,
         epsilon=EPS,
     )
-    node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
+    # Padding is always on the right, so the attention mask is passed to the
+    # Attention kernel as one length per sequence (its cheapest mask form).
+    node("ReduceSum", ["attention_mask", "one_i64"], "mask_len64", keepdims=0)
+    node("Cast", ["mask_len64"], "mask_lengths", to=TensorProto.INT32)
     for i in range(LAYERS):
         p = f"encoder.layer.{i}."
         qkv_w = np.concatenate(
@@ -85,7 +93,7 @@ def build_onnx_model(weights_path: Path) -> bytes:
         )
         attn = node(
             "Attention",
-            [x, const(f"l{i}_qkv_w", qkv_w), const(f"l{i}_qkv_b", qkv_b), "mask_i32"],
+            [x, const(f"l{i}_qkv_w", qkv_w), const(f"l{i}_qkv_b", qkv_b), "mask_lengths"],
             f"l{i}_attn",
             domain=_MS,
             num_heads=HEADS,
