@@ -10,7 +10,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrouter.errors import IndexCorrupt, InvalidInput, NotFound
-from memrouter.index.vectors import ExactSearch, HnswSearch, load_matrix, open_searcher, recall_at_k, save_matrix
+from memrouter.index.vectors import (
+    ExactSearch,
+    HnswSearch,
+    from_blobs,
+    load_matrix,
+    open_searcher,
+    recall_at_k,
+    save_matrix,
+    to_blob,
+)
 
 
 def unit_rows(n: int, dim: int = 32, seed: int = 0, topics: int = 20) -> np.ndarray:
@@ -147,3 +156,13 @@ def test_empty_matrix() -> None:
     searcher = ExactSearch(np.zeros((0, 8), dtype=np.float32))
     rows, scores = searcher.top_k(np.ones(8, dtype=np.float32), 5)
     assert rows.size == 0 and scores.size == 0
+
+
+def test_blob_round_trip() -> None:
+    matrix = unit_rows(7, dim=16)
+    blobs = [to_blob(row) for row in matrix]
+    assert all(len(blob) == 64 for blob in blobs)
+    np.testing.assert_array_equal(from_blobs(blobs, 16), matrix)
+    assert from_blobs([], 16).shape == (0, 16)
+    with pytest.raises(IndexCorrupt):
+        from_blobs([blobs[0], blobs[1][:-4]], 16)

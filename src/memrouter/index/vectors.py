@@ -4,17 +4,22 @@ Two searchers share one method, ``top_k(query, k, allowed_rows=None) ->
 (rows, scores)``, best first:
 
 * ``ExactSearch``: one matrix-vector product over the whole matrix (an array
-  or a read-only memory map of a ``.npy`` file). Exact, no build step, and
-  fast while the matrix is small: about a millisecond for 100k x 384 rows
-  (see benchmarks/bench_vectors.py).
+  or a read-only memory map of a ``.npy`` file). Exact, no build step; it
+  reads the whole matrix per query, so its cost grows with it (about 12 ms
+  p50 for 100k x 384 rows on two cores: benchmarks/bench_vectors.py).
 * ``HnswSearch``: an approximate HNSW graph (``usearch``), for large sets.
   Build it once, save it next to the matrix, and check its quality with
   ``recall_at_k`` against the exact search.
 
 ``open_searcher(vectors, hnsw_threshold=...)`` picks: exact below the
-threshold (or when usearch is missing), HNSW at or above it.
+threshold (default 100k rows, or when usearch is missing), HNSW at or above
+it. Building the graph is the costly part (minutes for 100k rows on two
+cores), so pass ``hnsw_path`` to keep it next to the matrix.
 
 Rows are positions in the matrix; the caller maps them to chunk ids.
+``to_blob``/``from_blobs`` convert vectors to and from the little-endian
+float32 blobs the SQLite index stores, and ``save_matrix``/``load_matrix``
+keep a matrix in a ``.npy`` file that is memory-mapped on open.
 ``allowed_rows`` restricts a search to some rows (a boolean mask of length
 ``n`` or an array of row numbers), e.g. the chunks of memories that pass the
 filters, so a filter never empties the result while matches exist.
@@ -39,6 +44,8 @@ __all__ = [
     "recall_at_k",
     "save_matrix",
     "load_matrix",
+    "to_blob",
+    "from_blobs",
     "DEFAULT_HNSW_THRESHOLD",
 ]
 
@@ -383,3 +390,25 @@ def load_matrix(path: Path, *, mmap: bool = True) -> NDArray[np.float32]:
         raise IndexCorrupt(f"{path}: expected a 2-d float32 matrix, got {matrix.dtype} {matrix.shape}")
     result: NDArray[np.float32] = matrix
     return result
+
+
+def to_blob(vector: Any) -> bytes:
+    """One vector as little-endian float32 bytes (what the index stores)."""
+    import numpy as np
+
+    return np.asarray(vector, dtype="<f4").reshape(-1).tobytes()
+
+
+def from_blobs(blobs: Any, dimension: int) -> NDArray[np.float32]:
+    """Stack float32 blobs into an (n, dimension) matrix; IndexCorrupt on a bad size."""
+    import numpy as np
+
+    items = list(blobs)
+    width = 4 * dimension
+    for position, blob in enumerate(items):
+        if len(blob) != width:
+            raise IndexCorrupt(f"vector {position} has {len(blob)} bytes, expected {width} (dimension {dimension})")
+    if not items:
+        return np.zeros((0, dimension), dtype=np.float32)
+    matrix: NDArray[np.float32] = np.frombuffer(b"".join(items), dtype="<f4").reshape(len(items), dimension)
+    return matrix.astype(np.float32)
