@@ -251,7 +251,7 @@ class Router:
     def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
         lists = self._candidates(query, mode, filters, max(limit, CANDIDATE_POOL))
-        fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k)[:limit]
+        fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
         rows = self._rows([item.memory_id for item in fused])
         hits = []
         for item in fused:

@@ -34,9 +34,9 @@ class Fused:
 
 
 def reciprocal_rank_fusion(
-    lists: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: int = 60
+    lists: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: int = 60, limit: int | None = None
 ) -> list[Fused]:
-    """Fuse ``lists`` (retriever name -> candidates, best first), best first.
+    """Fuse ``lists`` (retriever name -> candidates, best first), best ``limit`` first.
 
     A single list keeps its own order and scores, so one retriever alone
     behaves exactly as it would unfused.
@@ -46,7 +46,7 @@ def reciprocal_rank_fusion(
         (name, ranked), = active.items()
         return [
             Fused(c.memory_id, c.score, (Match(name, rank, round(c.score, 6), c.detail),))
-            for rank, c in enumerate(ranked, 1)
+            for rank, c in enumerate(ranked[:limit], 1)
         ]
     totals: dict[int, float] = {}
     matches: dict[int, list[Match]] = {}
@@ -57,5 +57,5 @@ def reciprocal_rank_fusion(
             matches.setdefault(candidate.memory_id, []).append(
                 Match(name, rank, round(candidate.score, 6), candidate.detail)
             )
-    ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+    ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:limit]
     return [Fused(mid, round(score, 6), tuple(matches[mid])) for mid, score in ordered]
