@@ -35,15 +35,19 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents
 LIMIT = 10
 
 
-def _p50(call: Callable[[], object], calls: int) -> float:
+def _paired(base: Callable[[], object], other: Callable[[], object], calls: int) -> tuple[float, float]:
+    """Medians of ``base`` and ``other``, called alternately so load on the machine hits both alike."""
     for _ in range(5):
-        call()
-    samples = []
+        base(), other()
+    a, b = [], []
     for _ in range(calls):
         start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        base()
+        a.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        other()
+        b.append(time.perf_counter() - start)
+    return statistics.median(a), statistics.median(b)
 
 
 def _rare_words(root: Path, count: int) -> list[str]:
@@ -92,12 +96,12 @@ def main() -> None:
 
                 hits = router.search(rare[0], LIMIT, "lexical")
                 assert any(h.source == "forgetful" for h in hits), "the service was not asked"
-                base_rare = _p50(canonical_rare, args.calls)
+                base_rare, up = _paired(canonical_rare, routed_rare, args.calls)
                 rows.append(("canonical only, rare-word queries (baseline)", base_rare, base_rare))
-                rows.append(("backend up, service asked", _p50(routed_rare, args.calls), base_rare))
-                base_typical = _p50(canonical_typical, args.calls)
+                rows.append(("backend up, service asked", up, base_rare))
+                base_typical, full = _paired(canonical_typical, routed_typical, args.calls)
                 rows.append(("canonical only, typical queries (baseline)", base_typical, base_typical))
-                rows.append(("backend up, files fill the limit", _p50(routed_typical, args.calls), base_typical))
+                rows.append(("backend up, files fill the limit", full, base_typical))
 
         (project / "memrouter.toml").write_text(f'[backends.forgetful]\nurl = "http://127.0.0.1:{free_port()}/mcp"\n')
         with Router.open(root=root, watch=False) as router:
@@ -113,9 +117,9 @@ def main() -> None:
             def routed_down() -> object:
                 return router.search(rare[next(index) % len(rare)], LIMIT, "lexical")
 
-            base_down = _p50(canonical_down, args.calls)
+            base_down, down = _paired(canonical_down, routed_down, args.calls)
             rows.append(("canonical only, rare-word queries (baseline)", base_down, base_down))
-            rows.append(("backend down, failure cached", _p50(routed_down, args.calls), base_down))
+            rows.append(("backend down, failure cached", down, base_down))
             rows.append(("down, first search (loads backend, refused)", first, base_down))
             assert router.status()["backends"][0]["available"] is False
 

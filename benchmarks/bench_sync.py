@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -81,6 +83,18 @@ def main() -> None:
                     router._conn.execute("SELECT name, hash FROM memories").fetchall()
                 read_s = (time.perf_counter() - started) / 5
 
+            def cli_s(*command: str) -> float:
+                best = float("inf")
+                for _ in range(3):
+                    started = time.perf_counter()
+                    subprocess.run([sys.executable, "-m", "memrouter", *command], cwd=project, check=True,
+                                   capture_output=True)  # fmt: skip
+                    best = min(best, time.perf_counter() - started)
+                return best
+
+            cli_list = cli_s("list", "--format", "json")
+            cli_validate = cli_s("validate", "--format", "json")
+
     print(f"corpus: {len(names)} memories, {parts_total} remote memories after splitting at 2,000 characters")
     print(f"{'step':<52} {'seconds':>9} {'vs baseline':>12}")
     print(f"{'baseline: same drafts into the in-process store':<52} {baseline:9.2f} {'1.0x':>12}")
@@ -88,6 +102,8 @@ def main() -> None:
     print(f"{'re-sync, nothing changed (' + str(again.skipped) + ' skipped)':<52} {noop:9.3f} {noop / baseline:11.2f}x")
     print(f"{'baseline: read every name and hash from the index':<52} {read_s:9.4f} {'1.0x':>12}")
     print(f"{'validate (target <= 1 s)':<52} {validate_s:9.4f} {validate_s / read_s:11.1f}x")
+    print(f"{'baseline: `memrouter list` in a new process':<52} {cli_list:9.3f} {'1.0x':>12}")
+    print(f"{'`memrouter validate` in a new process':<52} {cli_validate:9.3f} {cli_validate / cli_list:11.2f}x")
     print(f"created {len(report.created)}; validate: in_sync {checked['in_sync']} of {checked['total']}")
 
 
