@@ -515,4 +515,19 @@ def hook(state: State, action: str, fmt: str) -> None:
     emit(fmt, result.to_dict(), lambda: f"{result.action}: {result.hook}")
 
 
+@main.command(name="embed-serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8090, show_default=True)
+@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
+              help="Bearer token clients must send (required off loopback; env MEMROUTER_TOKEN).")
+@click.option("--embedder", "embedder_name", default="minilm", show_default=True, help="Registered embedder name.")
+@handle_errors
+def embed_serve(host: str, port: int, token: str | None, embedder_name: str) -> None:
+    """Serve an OpenAI-compatible POST /v1/embeddings from the offline embedder."""
+    from memrouter.embed_server import serve_embeddings
+
+    click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
+    serve_embeddings(host, port, token=token, embedder_name=embedder_name)
+
+
 __all__ = ["main"]

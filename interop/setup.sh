@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Build the peers' own virtual environments from PyPI into interop/.work/ (git-ignored).
+#
+#   forgetful-venv/  forgetful-ai 0.6.0 + pysqlite3-binary, on Python 3.12
+#   tiktoken/        cl100k_base, taken from the litellm wheel (tiktoken's cache name)
+#   serena-venv/     serena-agent 2.1.0, on Python 3.11
+#
+# A venv is rebuilt only when its stamp (the pinned versions) is missing or
+# different. When a Python is missing, that peer is left out and a line saying
+# so goes to .work/skipped-<peer>; the tests read it and skip with that reason.
+set -euo pipefail
+cd "$(dirname "$0")"
+WORK="${INTEROP_WORK:-$PWD/.work}"
+mkdir -p "$WORK"
+
+FORGETFUL_PINS="forgetful-ai==0.6.0 pysqlite3-binary==0.5.4.post2"
+SERENA_PINS="serena-agent==2.1.0"
+LITELLM="litellm==1.91.5"
+TIKTOKEN_NAME=9b5ad71b2ce5302211f9c61530b329a4922fc6a4
+TIKTOKEN_SHA256=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
+
+log() { echo "interop setup: $*" >&2; }
+
+# A Python of version $1 (e.g. 3.12): python3.X on PATH, else pyenv's.
+find_python() {
+    local want="$1" candidate
+    for candidate in "python$want" $(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/"$want".*/bin/python 2>/dev/null | sort -V -r); do
+        if "$candidate" -c "import sys; sys.exit(0 if '%d.%d' % sys.version_info[:2] == '$want' else 1)" >/dev/null 2>&1; then
+            command -v "$candidate" || echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# build_venv NAME PYTHON "PINS": (re)build $WORK/NAME unless its stamp matches.
+build_venv() {
+    local name="$1" python="$2" pins="$3" venv="$WORK/$1"
+    if [[ -f "$venv/.stamp" && "$(cat "$venv/.stamp")" == "$pins" && -x "$venv/bin/python" ]]; then
+        log "$name: up to date ($pins)"
+        return 0
+    fi
+    log "$name: building with $python ($pins)"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $pins
+    echo "$pins" > "$venv/.stamp"
+}
+
+# Forgetful (Python 3.12) and its tiktoken file.
+rm -f "$WORK/skipped-forgetful" "$WORK/skipped-serena"
+if PY312="$(find_python 3.12)"; then
+    build_venv forgetful-venv "$PY312" "$FORGETFUL_PINS"
+    if [[ ! -f "$WORK/tiktoken/$TIKTOKEN_NAME" ]]; then
+        log "tiktoken: taking cl100k_base from the $LITELLM wheel"
+        rm -rf "$WORK/wheels" && mkdir -p "$WORK/wheels" "$WORK/tiktoken"
+        "$WORK/forgetful-venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+            --no-deps --only-binary=:all: -d "$WORK/wheels" "$LITELLM"
+        "$WORK/forgetful-venv/bin/python" - "$WORK/wheels" "$WORK/tiktoken" "$TIKTOKEN_NAME" "$TIKTOKEN_SHA256" <<'PY'
+import hashlib, pathlib, sys, zipfile
+wheels, out, name, sha = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+wheel = next(wheels.glob("litellm-*.whl"))
+with zipfile.ZipFile(wheel) as z:
+    data = z.read(f"litellm/litellm_core_utils/tokenizers/{name}")
+if hashlib.sha256(data).hexdigest() != sha:
+    sys.exit(f"unexpected sha256 for the tiktoken file in {wheel.name}")
+(out / (name + ".tmp")).write_bytes(data)
+(out / (name + ".tmp")).rename(out / name)
+PY
+        rm -rf "$WORK/wheels"
+    fi
+else
+    echo "Python 3.12 not found (neither python3.12 on PATH nor pyenv); Forgetful needs it" > "$WORK/skipped-forgetful"
+    log "SKIPPING Forgetful: $(cat "$WORK/skipped-forgetful")"
+fi
+
+# Serena (Python 3.11).
+if PY311="$(find_python 3.11)"; then
+    build_venv serena-venv "$PY311" "$SERENA_PINS"
+else
+    echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); Serena needs it" > "$WORK/skipped-serena"
+    log "SKIPPING Serena: $(cat "$WORK/skipped-serena")"
+fi
+log "done"

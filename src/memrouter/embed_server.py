@@ -1,0 +1,302 @@
+"""An OpenAI-compatible embeddings endpoint served from memrouter's own offline embedder.
+
+Other local tools that speak the OpenAI embeddings API (Forgetful with
+``EMBEDDING_PROVIDER=OpenAI``, editors, scripts) can share memrouter's model
+instead of downloading their own::
+
+    memrouter embed-serve --port 8090
+    curl -s localhost:8090/v1/embeddings -d '{"input": ["hello", "world"]}'
+
+Routes:
+
+- ``POST /v1/embeddings``: ``input`` is a string or a list of strings
+  (token-id arrays are refused); ``encoding_format`` is ``float`` (default)
+  or ``base64`` (float32, little-endian, as the ``openai`` client asks);
+  ``model`` is echoed; ``dimensions``, when given, must equal the model's.
+  Answers ``{"object": "list", "data": [{"object": "embedding", "index",
+  "embedding"}], "model", "usage": {"prompt_tokens", "total_tokens"}}``.
+  Bad input gets a 4xx with an OpenAI-style ``{"error": {"message", "type",
+  "param", "code"}}`` body.
+- ``GET /health``: ``{"status": "healthy", "model", "dimension"}``.
+- Anything else: 404 (405 for a wrong method on a known path).
+
+Concurrent requests are batched: texts that arrive within ``batch_window``
+seconds of each other go through one ``embed_batch`` pass. Binding anything
+but a loopback address needs a bearer token (the ``openai`` client sends its
+API key as one, so set the client's key to the token).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memrouter.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from memrouter.embed import Embedder
+
+__all__ = ["EmbedServerLimits", "make_app", "serve_embeddings", "DEFAULT_PORT"]
+
+DEFAULT_PORT = 8090
+
+
+@dataclass(frozen=True)
+class EmbedServerLimits:
+    """Request limits: inputs per request, tokens per input, body bytes, batching."""
+
+    max_inputs: int = 2048
+    max_input_tokens: int = 8192
+    max_body_bytes: int = 16 * 1024 * 1024
+    batch_window: float = 0.005
+    max_batch: int = 256
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+
+
+@dataclass
+class _Job:
+    texts: list[str]
+    future: asyncio.Future[Any]
+
+
+@dataclass
+class _Batcher:
+    """Merges the texts of requests that arrive close together into one embedding pass."""
+
+    embedder: Embedder
+    limits: EmbedServerLimits
+    queue: asyncio.Queue[_Job] = field(default_factory=asyncio.Queue)
+    passes: int = 0
+
+    async def embed(self, texts: list[str]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        await self.queue.put(_Job(texts, future))
+        return await future
+
+    async def run(self) -> None:
+        from memrouter.embed import embed_many
+
+        while True:
+            jobs = [await self.queue.get()]
+            size = len(jobs[0].texts)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.limits.batch_window
+            while size < self.limits.max_batch:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    job = await asyncio.wait_for(self.queue.get(), remaining)
+                except asyncio.TimeoutError:
+                    break
+                jobs.append(job)
+                size += len(job.texts)
+            texts = [text for job in jobs for text in job.texts]
+            try:
+                vectors = await asyncio.to_thread(embed_many, self.embedder, texts, batch_size=64)
+            except Exception as exc:  # the embedder failed: every waiting request gets the error
+                for job in jobs:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+                continue
+            self.passes += 1
+            start = 0
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_result(vectors[start : start + len(job.texts)])
+                start += len(job.texts)
+
+
+def _error(status: int, message: str, param: str | None = None, code: str | None = None) -> Response:
+    from starlette.responses import JSONResponse
+
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status)
+
+
+def _parse(body: bytes, embedder: Embedder, limits: EmbedServerLimits) -> tuple[list[str], str, str, bool]:
+    """Validate a request body: (texts, encoding_format, model, single)."""
+    try:
+        request = json.loads(body)
+    except ValueError as exc:
+        raise _BadRequest(400, f"the body is not valid JSON: {exc}") from None
+    if not isinstance(request, dict):
+        raise _BadRequest(400, "the body must be a JSON object")
+    if "input" not in request or request["input"] is None:
+        raise _BadRequest(400, "'input' is required: a string or a list of strings", "input", "missing_input")
+    raw = request["input"]
+    single = isinstance(raw, str)
+    texts: list[Any] = [raw] if single else raw
+    if not isinstance(texts, list):
+        raise _BadRequest(400, "'input' must be a string or a list of strings", "input", "invalid_input")
+    if not texts:
+        raise _BadRequest(400, "'input' must not be an empty list", "input", "empty_input")
+    if len(texts) > limits.max_inputs:
+        raise _BadRequest(
+            400, f"'input' has {len(texts)} items; at most {limits.max_inputs} per request", "input", "too_many_inputs"
+        )
+    for position, text in enumerate(texts):
+        if isinstance(text, (int, list)) and not isinstance(text, bool):
+            raise _BadRequest(
+                400, "token-id arrays are not supported: send the texts as strings", "input", "token_ids_unsupported"
+            )
+        if not isinstance(text, str):
+            raise _BadRequest(400, f"'input[{position}]' is not a string", "input", "invalid_input")
+    encoding_format = request.get("encoding_format") or "float"
+    if encoding_format not in ("float", "base64"):
+        raise _BadRequest(400, "'encoding_format' must be 'float' or 'base64'", "encoding_format")
+    dimensions = request.get("dimensions")
+    if dimensions is not None and dimensions != embedder.dimension:
+        raise _BadRequest(
+            400,
+            f"this model gives {embedder.dimension} dimensions; 'dimensions' {dimensions!r} is not supported",
+            "dimensions",
+        )
+    model = request.get("model")
+    if model is not None and not isinstance(model, str):
+        raise _BadRequest(400, "'model' must be a string", "model")
+    return texts, encoding_format, model or embedder.model_id, single
+
+
+def make_app(
+    embedder: Embedder | None = None,
+    *,
+    embedder_name: str = "minilm",
+    limits: EmbedServerLimits | None = None,
+    token: str | None = None,
+) -> Any:
+    """The ASGI app (Starlette, wrapped in the bearer check when ``token`` is set).
+
+    ``embedder`` is used as given; otherwise ``get_embedder(embedder_name)``
+    is loaded when the app starts (its lifespan), so a started server is ready.
+    The app's ``state.batcher`` counts embedding passes (``passes``).
+    """
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from memrouter.mcp.http import BearerTokenMiddleware
+
+    settings = limits or EmbedServerLimits()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        from memrouter.embed import get_embedder
+
+        model = embedder if embedder is not None else await asyncio.to_thread(get_embedder, embedder_name)
+        batcher = _Batcher(model, settings)
+        app.state.batcher = batcher
+        worker = asyncio.create_task(batcher.run())
+        try:
+            yield
+        finally:
+            worker.cancel()
+            try:
+                await worker
+            except asyncio.CancelledError:
+                pass
+
+    async def health(request: Request) -> Response:
+        model: Embedder = request.app.state.batcher.embedder
+        return JSONResponse({"status": "healthy", "model": model.model_id, "dimension": model.dimension})
+
+    async def embeddings(request: Request) -> Response:
+        batcher: _Batcher = request.app.state.batcher
+        model = batcher.embedder
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > settings.max_body_bytes:
+                return _error(413, f"the body is over {settings.max_body_bytes} bytes", None, "body_too_large")
+        try:
+            texts, encoding_format, model_name, _ = _parse(body, model, settings)
+            counts = await asyncio.to_thread(lambda: [model.count_tokens(text) for text in texts])
+            for position, count in enumerate(counts):
+                if count > settings.max_input_tokens:
+                    raise _BadRequest(
+                        400,
+                        f"'input[{position}]' has {count} tokens; at most {settings.max_input_tokens}",
+                        "input",
+                        "input_too_long",
+                    )
+        except _BadRequest as exc:
+            return _error(exc.status, exc.message, exc.param, exc.code)
+        vectors = await batcher.embed(texts)
+        data = []
+        for index, row in enumerate(vectors):
+            embedding: Any
+            if encoding_format == "base64":
+                embedding = base64.b64encode(row.astype("<f4").tobytes()).decode("ascii")
+            else:
+                embedding = [float(v) for v in row]
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(counts)
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": model_name,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return _error(404, f"no route for {request.method} {request.url.path}", None, "not_found")
+
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        return _error(405, f"{request.method} is not allowed on {request.url.path}", None, "method_not_allowed")
+
+    app = Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/v1/embeddings", embeddings, methods=["POST"]),
+            Route("/embeddings", embeddings, methods=["POST"]),
+        ],
+        exception_handlers={404: not_found, 405: not_allowed},
+        lifespan=lifespan,
+    )
+    if token:
+        return BearerTokenMiddleware(app, token)
+    return app
+
+
+def serve_embeddings(
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    token: str | None = None,
+    embedder_name: str = "minilm",
+    limits: EmbedServerLimits | None = None,
+) -> None:
+    """Serve the embeddings endpoint until the process is stopped.
+
+    Raises ConfigError for a non-loopback ``host`` without a token or an empty token.
+    """
+    import uvicorn
+
+    from memrouter.mcp.http import is_loopback
+
+    if token is not None and not token.strip():
+        raise ConfigError("the bearer token must not be empty")
+    if not token and not is_loopback(host):
+        raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
+    app = make_app(embedder_name=embedder_name, limits=limits, token=token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run()

@@ -1,0 +1,231 @@
+"""The OpenAI-compatible embeddings endpoint, over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from memrouter.embed import Embedder, get_embedder
+from memrouter.embed_server import EmbedServerLimits, make_app
+from memrouter.testing.servers import free_port
+
+
+@dataclass
+class Served:
+    url: str
+    app: Any
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return get_embedder()
+
+
+def _serve(app: Any) -> Iterator[Served]:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.01)
+    try:
+        yield Served(f"http://127.0.0.1:{port}", app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served(embedder: Embedder) -> Iterator[Served]:
+    limits = EmbedServerLimits(max_inputs=8, max_input_tokens=64, batch_window=0.2)
+    yield from _serve(make_app(embedder, limits=limits))
+
+
+def call(
+    url: str, body: Any = None, *, method: str = "POST", headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, json.load(exc)
+
+
+def test_health(served: Served) -> None:
+    status, body = call(served.url + "/health", method="GET")
+    assert (status, body) == (200, {"status": "healthy", "model": "all-MiniLM-L6-v2", "dimension": 384})
+
+
+def test_single_string_gives_the_embedder_vector(served: Served, embedder: Embedder) -> None:
+    status, body = call(served.url + "/v1/embeddings", {"input": "how is CI set up?"})
+    assert status == 200
+    assert body["object"] == "list" and body["model"] == "all-MiniLM-L6-v2"
+    [item] = body["data"]
+    assert item["object"] == "embedding" and item["index"] == 0
+    expected = embedder.embed_batch(["how is CI set up?"])[0]
+    assert len(item["embedding"]) == 384
+    assert sum(a * b for a, b in zip(item["embedding"], expected.tolist(), strict=True)) > 0.9999
+    tokens = embedder.count_tokens("how is CI set up?")
+    assert body["usage"] == {"prompt_tokens": tokens, "total_tokens": tokens}
+
+
+def test_list_input_in_order_and_model_echoed(served: Served, embedder: Embedder) -> None:
+    texts = ["postgres port on staging", "flaky tests in CI", "a"]
+    status, body = call(served.url + "/v1/embeddings", {"input": texts, "model": "text-embedding-3-small"})
+    assert status == 200 and body["model"] == "text-embedding-3-small"
+    assert [item["index"] for item in body["data"]] == [0, 1, 2]
+    expected = embedder.embed_batch(texts)
+    for item, row in zip(body["data"], expected, strict=True):
+        assert sum(a * b for a, b in zip(item["embedding"], row.tolist(), strict=True)) > 0.9999
+    assert body["usage"]["prompt_tokens"] == sum(embedder.count_tokens(t) for t in texts)
+
+
+def test_base64_is_little_endian_float32_of_the_same_vector(served: Served) -> None:
+    texts = ["one text", "another text"]
+    _, floats = call(served.url + "/v1/embeddings", {"input": texts})
+    status, packed = call(served.url + "/v1/embeddings", {"input": texts, "encoding_format": "base64"})
+    assert status == 200
+    for as_float, as_b64 in zip(floats["data"], packed["data"], strict=True):
+        raw = base64.b64decode(as_b64["embedding"])
+        assert len(raw) == 384 * 4
+        decoded = struct.unpack("<384f", raw)
+        assert max(abs(a - b) for a, b in zip(decoded, as_float["embedding"], strict=True)) < 1e-6
+
+
+def test_dimensions_equal_to_the_model_are_accepted(served: Served) -> None:
+    status, _ = call(served.url + "/v1/embeddings", {"input": "x", "dimensions": 384})
+    assert status == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        ({}, "missing_input", "required"),
+        ({"input": None}, "missing_input", "required"),
+        ({"input": []}, "empty_input", "empty"),
+        ({"input": ["ok", 3.5]}, "invalid_input", "input[1]"),
+        ({"input": {"text": "x"}}, "invalid_input", "string"),
+        ({"input": [1, 2, 3]}, "token_ids_unsupported", "token-id"),
+        ({"input": [[1, 2], [3]]}, "token_ids_unsupported", "token-id"),
+        ({"input": ["x"] * 9}, "too_many_inputs", "at most 8"),
+        ({"input": ["short", "word " * 100]}, "input_too_long", "input[1]"),
+        ({"input": "x", "encoding_format": "int8"}, None, "encoding_format"),
+        ({"input": "x", "dimensions": 256}, None, "dimensions"),
+        ({"input": "x", "model": 3}, None, "model"),
+    ],
+)
+def test_bad_input_is_a_clear_400(served: Served, body: Any, code: str | None, words: str) -> None:
+    status, answer = call(served.url + "/v1/embeddings", body)
+    assert status == 400
+    error = answer["error"]
+    assert error["type"] == "invalid_request_error" and error["code"] == code
+    assert words in error["message"]
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'"text"'])
+def test_body_that_is_not_a_json_object_is_a_400(served: Served, body: bytes) -> None:
+    status, answer = call(served.url + "/v1/embeddings", body)
+    assert status == 400 and answer["error"]["message"]
+
+
+def test_unknown_paths_and_methods(served: Served) -> None:
+    assert call(served.url + "/v1/chat/completions", {"input": "x"})[0] == 404
+    status, answer = call(served.url + "/nope", method="GET")
+    assert status == 404 and answer["error"]["code"] == "not_found"
+    assert call(served.url + "/v1/embeddings", method="GET")[0] == 405
+
+
+def test_concurrent_requests_share_embedding_passes(served: Served, embedder: Embedder) -> None:
+    batcher = served.app.state.batcher
+    texts = [f"concurrent request number {i}" for i in range(12)]
+    results: dict[int, Any] = {}
+    barrier = threading.Barrier(len(texts))
+
+    def one(i: int) -> None:
+        barrier.wait()
+        results[i] = call(served.url + "/v1/embeddings", {"input": texts[i]})
+
+    before = batcher.passes
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(texts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert batcher.passes - before < len(texts)
+    expected = embedder.embed_batch(texts)
+    for i, row in enumerate(expected):
+        status, body = results[i]
+        assert status == 200
+        assert sum(a * b for a, b in zip(body["data"][0]["embedding"], row.tolist(), strict=True)) > 0.9999
+
+
+def test_token_is_required_when_configured(embedder: Embedder) -> None:
+    for served in _serve(make_app(embedder, token="s3cret")):
+        assert call(served.url + "/v1/embeddings", {"input": "x"})[0] == 401
+        bad = {"Authorization": "Bearer wrong"}
+        assert call(served.url + "/v1/embeddings", {"input": "x"}, headers=bad)[0] == 401
+        good = {"Authorization": "Bearer s3cret", "Content-Type": "application/json"}
+        status, body = call(served.url + "/v1/embeddings", {"input": "x"}, headers=good)
+        assert status == 200 and len(body["data"][0]["embedding"]) == 384
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memrouter", *args]
+
+
+def test_cli_refuses_a_non_loopback_host_without_a_token() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "MEMROUTER_TOKEN"}
+    done = subprocess.run(
+        _cli("embed-serve", "--host", "0.0.0.0", "--port", str(free_port())),
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "needs a bearer token" in done.stderr
+
+
+def test_cli_serves_until_stopped() -> None:
+    port = free_port()
+    process = subprocess.Popen(_cli("embed-serve", "--port", str(port)), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                status, body = call(f"http://127.0.0.1:{port}/health", method="GET")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "embed-serve did not become healthy"
+                time.sleep(0.1)
+        assert status == 200 and body["dimension"] == 384
+        status, body = call(f"http://127.0.0.1:{port}/v1/embeddings", {"input": ["a", "b"], "encoding_format": "base64"})
+        assert status == 200 and len(body["data"]) == 2
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr:
+            process.stderr.close()
