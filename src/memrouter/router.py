@@ -535,22 +535,23 @@ class Router:
         A backend that cannot be built (not installed, bad settings) is left
         out and its error shown by ``status``; nothing connects here.
         """
-        if self._backends is None:
-            from memrouter.backends.registry import get_backend
-            from memrouter.errors import BackendError, ConfigError
+        with self._lock:
+            if self._backends is None:
+                from memrouter.backends.registry import get_backend
+                from memrouter.errors import BackendError, ConfigError
 
-            built: dict[str, Any] = {}
-            for name, settings in self.config.backends.items():
-                kind, options, flags = _backend_settings(name, settings)
-                if not flags["enabled"]:
-                    continue
-                try:
-                    built[name] = get_backend(kind, options)
-                except (BackendError, ConfigError) as exc:
-                    log.warning("backend %s not used: %s", name, exc)
-                    self._backend_errors[name] = str(exc)
-            self._backends = built
-        return self._backends
+                built: dict[str, Any] = {}
+                for name, settings in self.config.backends.items():
+                    kind, options, flags = _backend_settings(name, settings)
+                    if not flags["enabled"]:
+                        continue
+                    try:
+                        built[name] = get_backend(kind, options)
+                    except (BackendError, ConfigError) as exc:
+                        log.warning("backend %s not used: %s", name, exc)
+                        self._backend_errors[name] = str(exc)
+                self._backends = built
+            return self._backends
 
     def backend(self, name: str) -> Any:
         """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
