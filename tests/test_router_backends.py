@@ -68,6 +68,8 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
 ) -> None:
     project = make_project(tmp_path, toml_for(fake.url))
     word = unique_word()
+    long_text = "# Flaky tests runbook\n\n" + "\n\n".join(f"Flaky tests step {i}: rerun the suite. " * 12 for i in range(8))
+    write(project / ".serena" / "memories", "ops/flaky-runbook", long_text)
     with ForgetfulBackend(ForgetfulConfig(url=fake.url)) as other:
         outside = other.upsert(MemoryDraft(title=f"{word} flaky", content=f"Flaky tests {word}: only the service knows."))
     with open_router(project) as router:
@@ -81,6 +83,13 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
         assert len({h.hash for h in hits}) == len(hits)
         canonical_hashes = {router.get(name).hash for name in SAMPLE}
         assert not canonical_hashes & {h.hash for h in external}  # the synced copies are not shown again
+        from memrouter.sync.state import load_records
+
+        parts = load_records(router._conn, "forgetful")["ops/flaky-runbook"].remote_ids
+        assert len(parts) > 1
+        assert not {f"forgetful:{i}" for i in parts} & {h.name for h in external}  # nor the split parts
+        raw = {h.name for h in router.search("flaky tests step rerun", limit=20, source="forgetful")}
+        assert {f"forgetful:{i}" for i in parts} & raw  # the service does return them; the merge drops them
         assert len(router.search("flaky tests", limit=3)) == 3
         only = router.search("flaky tests", limit=5, source="canonical")
         assert {h.source for h in only} == {"canonical"}
