@@ -163,7 +163,7 @@ def test_crash_after_remote_create_before_state_write_converges(
 def test_server_killed_mid_sync_then_rerun_converges(tmp_path: Path) -> None:
     """A real crash of the service in the middle of a run; the re-run creates no duplicates."""
     db = str(tmp_path / "forgetful.sqlite")
-    memories = {f"topic-{i % 4}/note-{i:03d}": f"# Note {i}\n\nFact number {i} about the system.\n" for i in range(40)}
+    memories = {f"topic-{i % 4}/note-{i:03d}": f"# Note {i}\n\nFact number {i} about the system.\n" for i in range(20)}
     server = start_http(db=db)
     project = make_project(tmp_path, http_toml(server.url, timeout=2.0), memories=memories)
     server.set_fault("slow", 0.03)  # each call takes a little while, so the kill lands mid-run
@@ -174,24 +174,24 @@ def test_server_killed_mid_sync_then_rerun_converges(tmp_path: Path) -> None:
             worker.start()
             deadline = time.monotonic() + 20
             with ForgetfulBackend(ForgetfulConfig(url=server.url)) as watcher:
-                while len(remote_memories(watcher, project)) < 5 and time.monotonic() < deadline:
+                while len(remote_memories(watcher, project)) < 3 and time.monotonic() < deadline:
                     time.sleep(0.02)
             server.kill()
             worker.join(timeout=30)
             first = reports[0]
             assert isinstance(first, SyncReport)
-            assert first.error is not None and 0 < len(first.created) < 40
+            assert first.error is not None and 0 < len(first.created) < 20
             assert router.status()["backends"][0]["available"] is False
 
             server = start_http(db=db, port=server.port)
             router.backend("forgetful").available(force=True)
             second = router.sync()[0]
             assert second.ok, second.failed
-            assert len(first.created) + len(second.created) >= 40
+            assert len(first.created) + len(second.created) >= 20
             with ForgetfulBackend(ForgetfulConfig(url=server.url)) as inspector:
                 live = live_by_context(inspector, project)
-            assert len(live) == 40 and all(len(ids) == 1 for ids in live.values()), live
-            assert router.validate()[0]["in_sync"] == 40
+            assert len(live) == 20 and all(len(ids) == 1 for ids in live.values()), live
+            assert router.validate()[0]["in_sync"] == 20
     finally:
         server.stop()
 
@@ -251,7 +251,7 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
     import subprocess
     import sys
 
-    memories = {f"k/{i:03d}": f"# Killed {i}\n\nRecord {i} of the killed run.\n" for i in range(30)}
+    memories = {f"k/{i:03d}": f"# Killed {i}\n\nRecord {i} of the killed run.\n" for i in range(15)}
     project = make_project(tmp_path, http_toml(fake_http.url), memories=memories)
     try:
         fake_http.set_fault("slow", 0.03)
@@ -259,18 +259,18 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         deadline = time.monotonic() + 20
         with ForgetfulBackend(ForgetfulConfig(url=fake_http.url)) as inspector:
-            while len(remote_memories(inspector, project)) < 5 and time.monotonic() < deadline:
+            while len(remote_memories(inspector, project)) < 3 and time.monotonic() < deadline:
                 time.sleep(0.02)
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
             fake_http.set_fault("none")
             created_before = len(remote_memories(inspector, project))
-            assert 5 <= created_before < 30
+            assert 3 <= created_before < 15
             with open_router(project) as router:
                 report = router.sync()[0]
                 assert report.ok, report.failed
-                assert router.validate()[0]["in_sync"] == 30
+                assert router.validate()[0]["in_sync"] == 15
             live = live_by_context(inspector, project)
-            assert len(live) == 30 and all(len(ids) == 1 for ids in live.values()), live
+            assert len(live) == 15 and all(len(ids) == 1 for ids in live.values()), live
     finally:
         fake_http.set_fault("none")
