@@ -26,7 +26,7 @@ find_python() {
     local want="$1" candidate
     for candidate in "python$want" $(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/"$want".*/bin/python 2>/dev/null | sort -V -r); do
         if "$candidate" -c "import sys; sys.exit(0 if '%d.%d' % sys.version_info[:2] == '$want' else 1)" >/dev/null 2>&1; then
-            command -v "$candidate" || echo "$candidate"
+            "$candidate" -c "import sys; print(sys.executable)"
             return 0
         fi
     done

@@ -1,0 +1,78 @@
+"""Fixtures for the interop suite: the real peers as subprocesses on free loopback ports.
+
+``interop/setup.sh`` builds the peers' virtual environments under
+``interop/.work`` (``INTEROP_WORK``); the fixtures start the servers and stop
+them by PID in finalizers, whatever the tests do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from interop_peers import (
+    FORGETFUL_PYTHON,
+    TIKTOKEN,
+    TIKTOKEN_FILE,
+    EmbedServer,
+    RealForgetful,
+    skip_reason,
+    start_forgetful,
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep caches and configuration out of the real home; no MEMROUTER_* from outside."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for name in list(os.environ):
+        if name.startswith("MEMROUTER_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="session")
+def forgetful_available() -> None:
+    reason = skip_reason("forgetful", FORGETFUL_PYTHON)
+    if reason is None and not TIKTOKEN_FILE.exists():
+        reason = f"forgetful SKIPPED: the tiktoken file is missing under {TIKTOKEN}; run interop/setup.sh"
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def embed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbedServer]:
+    """One ``memrouter embed-serve`` for the session."""
+    server = EmbedServer(tmp_path_factory.mktemp("embed-serve"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def real_forgetful(
+    forgetful_available: None, embed_server: EmbedServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealForgetful]:
+    """The real Forgetful shared by the session (tests tell their data apart by unique names)."""
+    server = start_forgetful(tmp_path_factory.mktemp("forgetful"), embed_server.url)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_forgetful(
+    forgetful_available: None, embed_server: EmbedServer, tmp_path: Path
+) -> Iterator[RealForgetful]:
+    """A real Forgetful of the test's own (for faults: kill, restart)."""
+    server = start_forgetful(tmp_path / "forgetful", embed_server.url)
+    try:
+        yield server
+    finally:
+        server.stop()
