@@ -49,7 +49,8 @@ def _absorb_blank_parts(parts: list[str], limit: int) -> list[str]:
     pending = ""
     for part in parts:
         if not part.strip():
-            if result and len(result[-1]) + len(part) <= limit:
+            # Only the last part may take it while nothing waits, or order breaks.
+            if not pending and result and len(result[-1]) + len(part) <= limit:
                 result[-1] += part
             elif len(pending) + len(part) <= limit:
                 pending += part
