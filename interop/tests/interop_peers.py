@@ -116,13 +116,14 @@ class Process:
 class EmbedServer:
     """``memrouter embed-serve`` on a free loopback port."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, embedder: str = "minilm") -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/v1"
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMROUTER_")}
         self.process = Process(
-            "embed-serve", [sys.executable, "-m", "memrouter", "embed-serve", "--port", str(self.port)],
+            "embed-serve", [sys.executable, "-m", "memrouter", "embed-serve", "--port", str(self.port),
+                            "--embedder", embedder],
             env=env, cwd=folder, log=folder / "embed-serve.log",
         )  # fmt: skip
 

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `make interop`: build the peers' venvs (cached), then run the interop suite against the real
+# Forgetful 0.6.0 and Serena 2.1.0. Servers are started by the tests' fixtures and stopped there;
+# the trap below stops by PID anything still recorded in the pid folder (a killed pytest).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export INTEROP_WORK="${INTEROP_WORK:-$PWD/interop/.work}"
+PY="${PY:-.venv/bin/python}"
+PIDS="$INTEROP_WORK/pids"
+
+stop_leftovers() {
+    local file pid
+    for file in "$PIDS"/*; do
+        [[ -e "$file" ]] || continue
+        pid="${file##*/}"
+        # only a process this suite started: its command line names embed-serve or Forgetful's launcher
+        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli' "/proc/$pid/cmdline" 2>/dev/null; then
+            echo "interop: stopping leftover $(cat "$file") (pid $pid)" >&2
+            kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
+            sleep 2
+            kill -KILL -- "-$pid" 2>/dev/null || true
+        fi
+        rm -f "$file"
+    done
+}
+trap stop_leftovers EXIT
+trap 'stop_leftovers; exit 130' INT TERM
+
+started=$SECONDS
+bash interop/setup.sh || { echo "interop: setup failed" >&2; exit 1; }
+echo "interop: setup took $((SECONDS - started)) s" >&2
+stop_leftovers
+for peer in forgetful serena; do
+    if [[ -f "$INTEROP_WORK/skipped-$peer" ]]; then
+        echo "interop: *** $peer tests are SKIPPED: $(cat "$INTEROP_WORK/skipped-$peer") ***" >&2
+    fi
+done
+
+status=0
+echo "interop: Forgetful (real) and embed-serve" >&2
+"$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
+
+echo "interop: Serena (real) parity" >&2
+if [[ -x "$INTEROP_WORK/serena-venv/bin/serena" ]]; then
+    out="$(MEMROUTER_TEST_SERENA="$INTEROP_WORK/serena-venv/bin/serena" "$PY" -m pytest -q -rs \
+        tests/mcp/test_serena_parity.py 2>&1)" || status=1
+    echo "$out"
+    if grep -q "SKIPPED" <<<"$out"; then
+        echo "interop: the Serena parity tests were skipped although Serena is installed" >&2
+        status=1
+    fi
+fi
+echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
+exit $status
