@@ -229,3 +229,27 @@ def test_cli_serves_until_stopped() -> None:
             process.wait()
         if process.stderr:
             process.stderr.close()
+
+
+def test_cli_hash_embedder_with_a_dimension() -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        _cli("embed-serve", "--port", str(port), "--embedder", "hash", "--dimension", "384"),
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None
+            try:
+                status, body = call(f"http://127.0.0.1:{port}/health", method="GET")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "embed-serve did not become healthy"
+                time.sleep(0.1)
+        assert body == {"status": "healthy", "model": "hash-bow-384", "dimension": 384}
+        status, body = call(f"http://127.0.0.1:{port}/v1/embeddings", {"input": "x", "dimensions": 384})
+        assert status == 200 and len(body["data"][0]["embedding"]) == 384
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

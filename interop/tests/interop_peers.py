@@ -123,7 +123,7 @@ class EmbedServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMROUTER_")}
         self.process = Process(
             "embed-serve", [sys.executable, "-m", "memrouter", "embed-serve", "--port", str(self.port),
-                            "--embedder", embedder],
+                            "--embedder", embedder, *(["--dimension", "384"] if embedder == "hash" else [])],
             env=env, cwd=folder, log=folder / "embed-serve.log",
         )  # fmt: skip
 

@@ -521,13 +521,16 @@ def hook(state: State, action: str, fmt: str) -> None:
 @click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
               help="Bearer token clients must send (required off loopback; env MEMROUTER_TOKEN).")
 @click.option("--embedder", "embedder_name", default="minilm", show_default=True, help="Registered embedder name.")
+@click.option("--dimension", type=click.IntRange(1, 65536), default=None,
+              help="Vector size, for embedders that take one (hash).")
 @handle_errors
-def embed_serve(host: str, port: int, token: str | None, embedder_name: str) -> None:
+def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dimension: int | None) -> None:
     """Serve an OpenAI-compatible POST /v1/embeddings from the offline embedder."""
     from memrouter.embed_server import serve_embeddings
 
+    options = {} if dimension is None else {"dimension": dimension}
     click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
-    serve_embeddings(host, port, token=token, embedder_name=embedder_name)
+    serve_embeddings(host, port, token=token, embedder_name=embedder_name, embedder_options=options)
 
 
 __all__ = ["main"]

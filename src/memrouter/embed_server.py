@@ -177,13 +177,15 @@ def make_app(
     embedder: Embedder | None = None,
     *,
     embedder_name: str = "minilm",
+    embedder_options: dict[str, Any] | None = None,
     limits: EmbedServerLimits | None = None,
     token: str | None = None,
 ) -> Any:
     """The ASGI app (Starlette, wrapped in the bearer check when ``token`` is set).
 
     ``embedder`` is used as given; otherwise ``get_embedder(embedder_name)``
-    is loaded when the app starts (its lifespan), so a started server is ready.
+    (with ``embedder_options``) is loaded when the app starts (its lifespan),
+    so a started server is ready.
     The app's ``state.batcher`` counts embedding passes (``passes``).
     """
     from contextlib import asynccontextmanager
@@ -200,7 +202,9 @@ def make_app(
     async def lifespan(app: Starlette) -> Any:
         from memrouter.embed import get_embedder
 
-        model = embedder if embedder is not None else await asyncio.to_thread(get_embedder, embedder_name)
+        model = embedder if embedder is not None else await asyncio.to_thread(
+            lambda: get_embedder(embedder_name, **(embedder_options or {}))
+        )
         batcher = _Batcher(model, settings)
         app.state.batcher = batcher
         worker = asyncio.create_task(batcher.run())
@@ -283,6 +287,7 @@ def serve_embeddings(
     *,
     token: str | None = None,
     embedder_name: str = "minilm",
+    embedder_options: dict[str, Any] | None = None,
     limits: EmbedServerLimits | None = None,
 ) -> None:
     """Serve the embeddings endpoint until the process is stopped.
@@ -297,6 +302,6 @@ def serve_embeddings(
         raise ConfigError("the bearer token must not be empty")
     if not token and not is_loopback(host):
         raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
-    app = make_app(embedder_name=embedder_name, limits=limits, token=token)
+    app = make_app(embedder_name=embedder_name, embedder_options=embedder_options, limits=limits, token=token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     uvicorn.Server(config).run()
