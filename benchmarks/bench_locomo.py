@@ -93,9 +93,7 @@ def run(data: list[dict], modes: list[str], work: Path) -> dict[str, dict]:  # t
         names = write_conversation(sample, root)
         with Router.open(root=root, index_dir=work / sample["sample_id"] / "index", watch=False) as router:
             started = time.perf_counter()
-            router.refresh()
-            if "hybrid" in modes or "semantic" in modes:
-                router.search("warm up the model", mode=[m for m in modes if m != "lexical"][0])
+            router.refresh(embed="hybrid" in modes or "semantic" in modes)
             build_seconds += time.perf_counter() - started
             for qa in sample["qa"]:
                 evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
