@@ -409,7 +409,7 @@ def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, 
     cutoffs = _parse_ks(ks)
     queries = load_golden(dataset)
     router = state.router()
-    mode = mode or router.config.search.mode
+    mode = router.effective_mode(mode)  # hybrid is lexical until the index holds vectors
     depth = max(10, *cutoffs)
     router.search(queries[0].query, limit=depth, mode=mode)  # warm caches and models first
     report = evaluate(lambda q: [h.name for h in router.search(q, limit=depth, mode=mode)], queries, cutoffs)
