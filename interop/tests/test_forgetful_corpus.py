@@ -13,16 +13,34 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from interop_peers import ROOT, EmbedServer, RealForgetful, start_forgetful
-from sync.synchelp import git, live_by_context
+from sync.synchelp import git
 
 from memrouter import Router
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.sync import state
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "ai-agents-1026"
+
+
+def live_by_context(backend: ForgetfulBackend, project: Path) -> dict[str, list[int]]:
+    """Non-obsolete remote ids per context for ``project``, paging 100 at a time (the real server's cap)."""
+    found: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = backend.execute("get_recent_memories", {"limit": 100, "offset": offset, "include_obsolete": True})
+        found += page["memories"]
+        if len(page["memories"]) < 100:
+            break
+        offset += 100
+    result: dict[str, list[int]] = {}
+    for memory in found:
+        if memory.get("source_repo") == project.name and not memory["is_obsolete"]:
+            result.setdefault(memory["context"], []).append(int(memory["id"]))
+    return result
 
 
 @pytest.fixture(scope="module")

@@ -281,12 +281,17 @@ class FakeForgetfulStore:
         return {"success": removed}
 
     def tool_get_recent_memories(self, args: dict[str, Any]) -> dict[str, Any]:
-        """get_recent_memories: newest first."""
+        """get_recent_memories: newest first, paged by ``offset`` as the real server does.
+
+        The real server also clamps ``limit`` to 1..100; the fake does not (the
+        sync test helpers read a whole module's memories in one call).
+        """
         limit = int(args.get("limit", 10))
+        offset = max(0, int(args.get("offset", 0)))
         include_obsolete = bool(args.get("include_obsolete", False))
         memories = [m for m in self._all() if include_obsolete or not m["is_obsolete"]]
         memories.sort(key=lambda m: m["id"], reverse=True)
-        return {"memories": memories[:limit], "total_count": len(memories)}
+        return {"memories": memories[offset : offset + max(1, limit)], "total_count": len(memories)}
 
     def tool_query_memory(self, args: dict[str, Any]) -> dict[str, Any]:
         """query_memory: top k by similarity, listed by importance, obsolete ones left out."""
