@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from dataclasses import replace
 from typing import Iterator
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
@@ -186,6 +184,8 @@ class MemoryStore:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write to a temporary sibling, fsync, rename over the target, fsync the folder."""
+    import tempfile  # lazy: only writes need it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

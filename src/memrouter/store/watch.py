@@ -10,12 +10,11 @@ every ``refresh_interval`` seconds.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["ChangeWatcher"]
 
@@ -46,7 +45,7 @@ class ChangeWatcher:
         self.root = root
         self._fd = -1
         self._watched: set[str] = set()
-        self._libc: ctypes.CDLL | None = None
+        self._libc: Any = None  # ctypes.CDLL, imported only where inotify exists
         if sys.platform.startswith("linux"):
             self._start()
 
@@ -55,6 +54,9 @@ class ChangeWatcher:
         return self._fd >= 0
 
     def _start(self) -> None:
+        import ctypes
+        import ctypes.util
+
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
@@ -80,6 +82,8 @@ class ChangeWatcher:
         for folder in folders:
             result = self._libc.inotify_add_watch(self._fd, os.fsencode(folder), _MASK)
             if result < 0:
+                import ctypes
+
                 log.info("cannot watch %s (%s); falling back to periodic scans", folder, os.strerror(ctypes.get_errno()))
                 self.close()
                 return
