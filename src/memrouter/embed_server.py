@@ -215,7 +215,7 @@ def make_app(
             try:
                 await worker
             except asyncio.CancelledError:
-                pass
+                pass  # the worker was cancelled on purpose: shutting down
 
     async def health(request: Request) -> Response:
         model: Embedder = request.app.state.batcher.embedder

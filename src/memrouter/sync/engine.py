@@ -116,7 +116,7 @@ def draft_for(memory: Memory, *, project_dir: Path | None = None, source_repo: s
         try:
             source_file = path.relative_to(project_dir).as_posix()
         except ValueError:
-            pass
+            pass  # the memory lives outside the project folder: no relative source path
     keywords = tuple(part for part in memory.name.replace("_", "-").split("/") if part)
     return MemoryDraft(
         title=memory.title or memory.name,

@@ -213,7 +213,7 @@ def _write(path: str, lines: list[str]) -> None:
         try:
             os.unlink(temporary)
         except OSError:
-            pass
+            pass  # the temporary file is already gone; the original error matters
         raise
 
 

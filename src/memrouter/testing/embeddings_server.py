@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C is how this server is meant to be stopped
     finally:
         server.server_close()
     return 0

@@ -564,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             anyio.run(uvicorn.Server(config).serve)
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C is how this server is meant to be stopped
     finally:
         store.close()
     return 0

@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"forgetful ready at http://127.0.0.1:{options.port}/mcp", flush=True)
         forgetful.wait()
     except KeyboardInterrupt:
-        pass
+        pass  # Ctrl-C is how this server is meant to be stopped
     finally:
         for process in (forgetful, embeddings):
             if process is not None and process.poll() is None:

@@ -133,7 +133,7 @@ def start_http(
                 if json.load(response).get("status") == "healthy":
                     return server
         except (OSError, urllib.error.URLError, ValueError):
-            pass
+            pass  # not ready yet: poll again until the deadline
         if time.monotonic() > deadline:
             server.stop()
             raise RuntimeError(f"fake Forgetful not ready after {startup_timeout:g} s:\n{server.stderr()}")
