@@ -155,7 +155,7 @@ def sdk_import_time() -> float:
     return time.perf_counter() - started
 
 
-async def main_async(corpus: Path, rounds: int, starts: int) -> None:
+async def main_async(corpus: Path, rounds: int, starts: int, index_path: Path | None = None) -> None:
     from mcp import Client
 
     from memrouter.mcp.server import create_server
@@ -164,7 +164,8 @@ async def main_async(corpus: Path, rounds: int, starts: int) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     try:
-        index_dir = work / "index"
+        # An index with vectors (built by `memrouter index`) makes hybrid really fuse dense search.
+        index_dir = index_path or work / "index"
         print(f"corpus: {corpus} ({sum(1 for _ in corpus.rglob('*.md'))} files), {len(QUERIES)} queries x {rounds} rounds")
 
         # Baseline: the in-process router, warm.
@@ -227,12 +228,13 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", default=str(CORPUS))
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--index-dir", type=Path, default=None, help="reuse an index (one with vectors measures hybrid)")
     args = parser.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
         print(f"skipped: corpus {corpus} is not available")
         return
-    anyio.run(main_async, corpus, args.rounds, args.starts)
+    anyio.run(main_async, corpus, args.rounds, args.starts, args.index_dir)
 
 
 if __name__ == "__main__":
