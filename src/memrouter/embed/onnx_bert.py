@@ -215,7 +215,10 @@ def _weights_key(weights_path: Path, cache_dir: Path) -> str:
 class OnnxEmbedder(BertEmbedderBase):
     """all-MiniLM-L6-v2 on onnxruntime (CPU), graph built from the bundled weights.
 
-    Options: ``threads`` (intra-op threads; 0 lets onnxruntime choose),
+    Options: ``threads`` (intra-op threads; 0, the default, means one per
+    CPU the process may use: measured on 2 cores, onnxruntime's own choice
+    made a one-query embedding take 21 ms p50 against 6 ms with the count
+    given, at the same batch throughput),
     ``cache_dir`` (where the built graph is kept), plus the batching options
     of ``BertEmbedderBase``.
     """
@@ -230,7 +233,7 @@ class OnnxEmbedder(BertEmbedderBase):
             raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
         onnx_path = cached_onnx_model(model_path / "model.safetensors", cache_dir)
         session_options = onnxruntime.SessionOptions()
-        session_options.intra_op_num_threads = threads
+        session_options.intra_op_num_threads = threads or _usable_cpus()
         session_options.inter_op_num_threads = 1
         session_options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         session_options.log_severity_level = 3
@@ -242,3 +245,13 @@ class OnnxEmbedder(BertEmbedderBase):
         (pooled,) = self._session.run(["pooled"], {"input_ids": input_ids, "attention_mask": attention_mask})
         result: NDArray[np.float32] = pooled
         return result
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (affinity-aware where the platform tells)."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on this platform (macOS, Windows): all CPUs
+        return max(1, os.cpu_count() or 1)
