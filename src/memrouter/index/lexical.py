@@ -166,6 +166,7 @@ class LexicalIndex:
 
 
 _SPACES = re.compile(r"\s+")
+SNIPPET_SCAN = 8000
 
 
 @lru_cache(maxsize=256)
@@ -191,7 +192,9 @@ def snippet(body: str, query: str, width: int = 160) -> str:
     word or its stem); ranking never depends on it.
     """
     pattern = _highlighter(query)
-    first = pattern.search(body) if pattern else None
+    # Bounded: a hit found by meaning alone may not contain the words at all,
+    # and scanning a long body to learn that costs more than the search.
+    first = pattern.search(body, 0, SNIPPET_SCAN) if pattern else None
     if pattern is None or first is None:
         text = _SPACES.sub(" ", body[: width * 2]).strip()
         return text[:width] + ("…" if len(text) > width else "")
