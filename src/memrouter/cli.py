@@ -133,7 +133,8 @@ class _progress_bar:
     """A click progress bar with ETA on a terminal; a no-op callback otherwise."""
 
     def __init__(self, label: str, show: bool) -> None:
-        self.label, self.show, self.bar, self.done = label, show, None, 0
+        self.label, self.show, self.done = label, show, 0
+        self.bar: Any = None
 
     def __enter__(self) -> Any:
         if not self.show:
@@ -413,7 +414,7 @@ def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, 
     depth = max(10, *cutoffs)
     router.search(queries[0].query, limit=depth, mode=mode)  # warm caches and models first
     report = evaluate(lambda q: [h.name for h in router.search(q, limit=depth, mode=mode)], queries, cutoffs)
-    data = {"dataset": dataset, "mode": mode} | report.to_dict()
+    data: dict[str, Any] = {"dataset": dataset, "mode": mode} | report.to_dict()
 
     def text() -> str:
         header = [f"recall@{k}" for k in cutoffs] + ["mrr@10", "ndcg@10"]
