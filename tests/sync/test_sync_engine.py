@@ -230,6 +230,23 @@ def test_malformed_replies_are_reported_per_memory(tmp_path: Path, fake_http: Fa
         fake_http.set_fault("none")
 
 
+def test_a_run_stops_when_every_memory_fails_the_same_way(tmp_path: Path, fake_http: FakeServer) -> None:
+    from memrouter.sync.engine import MAX_SAME_FAILURES
+
+    memories = {f"bulk/note-{i:02}": f"# Note {i}\n\nbody {i}\n" for i in range(MAX_SAME_FAILURES + 4)}
+    project = make_project(tmp_path, http_toml(fake_http.url), memories=memories)
+    try:
+        fake_http.set_fault("bad-shape")
+        with open_router(project) as router:
+            report = router.sync()[0]
+            assert len(report.failed) == MAX_SAME_FAILURES and report.created == []
+            assert report.error is not None and "in a row failed with the same error" in report.error
+            fake_http.set_fault("none")
+            assert router.sync()[0].ok
+    finally:
+        fake_http.set_fault("none")
+
+
 def test_over_limit_fields_are_clipped_and_sync_succeeds(tmp_path: Path, inspector: ForgetfulBackend,
                                                         fake_http: FakeServer) -> None:  # fmt: skip
     tags = ", ".join(f"t{i}" for i in range(15))

@@ -14,7 +14,9 @@ Each memory is its own unit of work (see ``memrouter.sync.state`` for the
 crash protocol). A run stops at the first ``BackendUnavailable`` (the service
 went away; what was done so far is kept) and reports it in ``error``; other
 per-memory failures (a reply that breaks the contract, content the service
-refuses) are listed in ``failed`` and the run goes on.
+refuses) are listed in ``failed`` and the run goes on, unless
+``MAX_SAME_FAILURES`` memories in a row fail with the same error: then the
+service is refusing everything and the run stops, saying so in ``error``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from typing import Any
 from memrouter.backends.base import Backend, MemoryDraft, upsert_parts
 from memrouter.backends.split import split_content
 from memrouter.errors import BackendError, BackendUnavailable, InvalidInput, NotFound
+
+# A run stops once this many memories in a row fail with the very same error.
+MAX_SAME_FAILURES = 8
 from memrouter.model import Memory
 from memrouter.sync import state
 
@@ -206,6 +211,7 @@ class Syncer:
         with self._lock:
             records = state.load_records(self.conn, self.backend.name)
         seen: set[str] = set()
+        streak, last_failure = 0, ""
         for change in changes:
             if change.op == "rename" and change.old is not None:
                 self._rename(change.old, change.name, records, report, dry_run)
@@ -227,8 +233,19 @@ class Syncer:
                 except (BackendError, InvalidInput, NotFound) as exc:
                     report.failed[name] = str(exc)
                     log.warning("sync of %s to %s failed: %s", name, self.backend.name, exc)
+                    streak = streak + 1 if str(exc) == last_failure else 1
+                    last_failure = str(exc)
+                    if streak >= MAX_SAME_FAILURES:
+                        # The service rejects everything the same way (a wrong embedding
+                        # dimension, say): going on would only repeat it for every memory.
+                        report.error = (
+                            f"stopped after {streak} memories in a row failed with the same error: {last_failure}"
+                        )
+                        report.duration_ms = (time.perf_counter() - started) * 1000
+                        return report
                 else:
                     report.done.add(name)
+                    streak, last_failure = 0, ""
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
 
