@@ -21,13 +21,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CORPUS = HERE.parents[1] / "shared" / "corpora" / "ai-agents-1026"
+from _common import CORPUS, percentiles  # noqa: E402 - benchmarks run as scripts
 GOLDEN = HERE / "golden" / "ai-agents-1026.json"
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def main() -> None:

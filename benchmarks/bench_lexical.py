@@ -24,29 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"
-QUERIES = [
-    "git worktree cleanup",
-    "pr review bot comments",
-    "session protocol validation",
-    "frontmatter validation gate",
-    "merge conflict resolution",
-    "ci failure flaky test",
-    "pre-commit hook timeout",
-    "copilot agent instructions",
-    "memory index keyword lookup",
-    "github actions workflow permissions",
-    "powershell to python migration",
-    "codeql security scanning",
-    "skill description context cost",
-    "shallow fetch merge base",
-    "retrospective learnings",
-    "quality gate definition of done",
-    "how do we handle secrets in workflows",
-    "labeler negation pattern",
-    "adr review findings",
-    "agent handoff format",
-]
+from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
 
 
 def upstream_rule(root: Path, query: str, limit: int = 10) -> list[str]:
@@ -65,11 +43,6 @@ def upstream_rule(root: Path, query: str, limit: int = 10) -> list[str]:
                 scored.append((score, relative))
     scored.sort(reverse=True)
     return [name for _, name in scored[:limit]]
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def timed(func, rounds: int) -> list[float]:  # type: ignore[no-untyped-def]

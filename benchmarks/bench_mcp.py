@@ -33,34 +33,7 @@ from typing import Any
 
 import anyio
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"
-QUERIES = [
-    "git worktree cleanup",
-    "pr review bot comments",
-    "session protocol validation",
-    "frontmatter validation gate",
-    "merge conflict resolution",
-    "ci failure flaky test",
-    "pre-commit hook timeout",
-    "copilot agent instructions",
-    "memory index keyword lookup",
-    "github actions workflow permissions",
-    "powershell to python migration",
-    "codeql security scanning",
-    "skill description context cost",
-    "shallow fetch merge base",
-    "retrospective learnings",
-    "quality gate definition of done",
-    "how do we handle secrets in workflows",
-    "labeler negation pattern",
-    "adr review findings",
-    "agent handoff format",
-]
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
 
 
 def line(label: str, samples: list[float], baseline: list[float] | None = None) -> str:
