@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrouter.errors import MemoryRouterError
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical import filter_sql
 from memrouter.model import Filters
@@ -215,7 +216,7 @@ class DenseIndex:
             try:
                 matrix = vector_search.load_matrix(matrix_path)
                 chunk_ids = np.load(ids_path, allow_pickle=False)
-            except (OSError, ValueError, Exception) as exc:  # noqa: BLE001 - a bad cache file is rebuilt below
+            except (OSError, ValueError, MemoryRouterError) as exc:  # a bad cache file is rebuilt below
                 log.info("dense cache %s unusable (%s); rebuilding", matrix_path.name, exc)
                 matrix = chunk_ids = None
         if matrix is None or chunk_ids is None or len(chunk_ids) != len(matrix):
