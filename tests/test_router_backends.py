@@ -71,7 +71,8 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
     long_text = "# Flaky tests runbook\n\n" + "\n\n".join(f"Flaky tests step {i}: rerun the suite. " * 12 for i in range(8))
     write(project / ".serena" / "memories", "ops/flaky-runbook", long_text)
     with ForgetfulBackend(ForgetfulConfig(url=fake.url)) as other:
-        outside = other.upsert(MemoryDraft(title=f"{word} flaky", content=f"Flaky tests {word}: only the service knows."))
+        outside_text = f"Flaky tests {word}: only the service knows."
+        outside = other.upsert(MemoryDraft(title=f"{word} flaky", content=outside_text))
     with open_router(project) as router:
         assert router.sync()[0].ok
         hits = router.search("flaky tests", limit=20)
@@ -93,7 +94,8 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
         assert len(router.search("flaky tests", limit=3)) == 3
         only = router.search("flaky tests", limit=5, source="canonical")
         assert {h.source for h in only} == {"canonical"}
-        remote = router.search(word, limit=3, source="forgetful")
+        # its own words find it first, whatever the service's similarity (word overlap or real embeddings)
+        remote = router.search(outside_text, limit=3, source="forgetful")
         assert remote[0].name == f"forgetful:{outside}"
         # a filter applies to the files only
         assert {h.source for h in router.search("flaky tests", limit=20, prefix="ci/")} == {"canonical"}
