@@ -93,6 +93,13 @@ def main() -> None:
                    "search", "git worktree cleanup", "--mode", "lexical"]  # fmt: skip
         if not Path(command[0]).exists():
             command = [sys.executable, "-m", "memrouter", *command[1:]]
+        # An installed package has its bytecode compiled; an editable checkout may not (PYTHONDONTWRITEBYTECODE).
+        import compileall
+
+        import memrouter
+
+        compileall.compile_dir(Path(memrouter.__file__).parent, quiet=1)
+        subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)  # warm the page cache
         cold = []
         for _ in range(10):
             started = time.perf_counter()

@@ -169,7 +169,6 @@ class _progress_bar:
               help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).")
 @FORMAT
 @pass_state
-@handle_errors
 def search(
     state: State,
     query: str,
@@ -186,35 +185,16 @@ def search(
     fmt: str,
 ) -> None:
     """Find the memories that best match QUERY."""
-    from memrouter.query import check_query
+    from memrouter.search_command import SearchRequest, run_search
 
-    check_query(query)  # bad input fails before any index work
-    router = state.router()
-    started = time.perf_counter()
-    hits = router.search(
-        query, limit=limit, mode=mode, channels=channel, kinds=kind, scopes=scope,
-        statuses=statuses, tags=tag, prefix=prefix, content=content, source=source,
+    request = SearchRequest(
+        query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
+        kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
+        source=source, fmt=fmt,
     )  # fmt: skip
-    took = round((time.perf_counter() - started) * 1000, 2)
-    data = {
-        "query": query,
-        "mode": router.effective_mode(mode),
-        "took_ms": took,
-        "results": [hit.to_dict() for hit in hits],
-    }
-
-    def text() -> str:
-        if not hits:
-            return "no memories matched"
-        lines = []
-        for rank, hit in enumerate(hits, 1):
-            origin = "" if hit.source == "canonical" else f" [{hit.source}]"
-            lines.append(f"{rank:>2}. {hit.name}{origin}  ({hit.score:.3f})  {hit.title}")
-            if hit.snippet:
-                lines.append(f"    {hit.snippet}")
-        return "\n".join(lines)
-
-    emit(fmt, data, text)
+    code = run_search(request)
+    if code:
+        sys.exit(code)
 
 
 @main.command()

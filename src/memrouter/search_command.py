@@ -1,0 +1,215 @@
+"""``memrouter search``: the one implementation, and a fast path that skips click.
+
+Agents and hooks run ``memrouter search`` as a fresh process many times a
+day, so its start-up time is the latency they feel. Importing click and
+building the whole command group costs more than the search itself; the
+``memrouter`` console script (:func:`main`) therefore recognises a plain
+``search`` command line itself and hands everything else (other commands,
+``--help``, anything unusual or invalid) to the click group in ``cli.py``,
+which also calls :func:`run_search`. The recogniser only accepts what click
+would accept and parse the same way; ``tests/test_search_command.py`` checks
+the two paths give identical results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+MODES = ("hybrid", "lexical", "semantic")
+FORMATS = ("text", "json")
+# option -> field of SearchRequest; every one takes a value
+_VALUE_OPTIONS = {
+    "--limit": "limit",
+    "-n": "limit",
+    "--mode": "mode",
+    "--prefix": "prefix",
+    "--source": "source",
+    "--format": "fmt",
+}
+_MULTIPLE_OPTIONS = {
+    "--channel": "channels",
+    "--kind": "kinds",
+    "--scope": "scopes",
+    "--status": "statuses",
+    "--tag": "tags",
+}
+_GROUP_OPTIONS = {"--root": "root", "--index-dir": "index_dir"}
+
+
+class SearchRequest(NamedTuple):
+    """A ``memrouter search`` command line, parsed."""
+
+    query: str
+    root: str | None = None
+    index_dir: str | None = None
+    limit: int = 10
+    mode: str | None = None
+    channels: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    prefix: str | None = None
+    content: bool = False
+    source: str | None = None
+    fmt: str = "text"
+
+
+def run_search(request: SearchRequest) -> int:
+    """Run one search, print it (text or JSON) and return the exit code.
+
+    Errors print one line on stderr; the code follows ``exit_code_for``.
+    """
+    import time
+
+    from memrouter.errors import MemoryRouterError, exit_code_for
+
+    try:
+        from memrouter.query import check_query
+        from memrouter.router import Router
+
+        check_query(request.query)  # bad input fails before any index work
+        with Router.open(root=request.root, index_dir=request.index_dir, watch=False) as router:
+            started = time.perf_counter()
+            hits = router.search(
+                request.query, limit=request.limit, mode=request.mode, channels=request.channels,
+                kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
+                prefix=request.prefix, content=request.content, source=request.source,
+            )  # fmt: skip
+            took = round((time.perf_counter() - started) * 1000, 2)
+            mode = router.effective_mode(request.mode)
+    except MemoryRouterError as exc:
+        print(f"memrouter: {exc}", file=sys.stderr)
+        return exit_code_for(exc)
+    except OSError as exc:
+        print(f"memrouter: {exc}", file=sys.stderr)
+        return 1
+    if request.fmt == "json":
+        data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in hits]}
+        print(json.dumps(data, ensure_ascii=False, default=str))
+    else:
+        print(format_hits(hits))
+    sys.stdout.flush()
+    return 0
+
+
+def format_hits(hits: Sequence[Any]) -> str:
+    """The text form: rank, name, origin, score and title, then the snippet."""
+    if not hits:
+        return "no memories matched"
+    lines = []
+    for rank, hit in enumerate(hits, 1):
+        origin = "" if hit.source == "canonical" else f" [{hit.source}]"
+        lines.append(f"{rank:>2}. {hit.name}{origin}  ({hit.score:.3f})  {hit.title}")
+        if hit.snippet:
+            lines.append(f"    {hit.snippet}")
+    return "\n".join(lines)
+
+
+def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> SearchRequest | None:
+    """``argv`` (without the program name) as a search request, or None.
+
+    None means "let click decide": any other command, help, an option this
+    parser does not know, a missing or invalid value, or a second argument.
+    """
+    env = os.environ if env is None else env
+    fields: dict[str, Any] = {
+        "root": env.get("MEMROUTER_ROOT") or None,
+        "index_dir": env.get("MEMROUTER_INDEX_DIR") or None,
+    }
+    args = list(argv)
+    position = _parse_options(args, 0, _GROUP_OPTIONS, {}, fields, stop_at_argument=True)
+    if position is None or position >= len(args) or args[position] != "search":
+        return None
+    multiple: dict[str, list[str]] = {}
+    queries: list[str] = []
+    position += 1
+    while position < len(args):
+        arg = args[position]
+        if arg == "--content":
+            fields["content"] = True
+            position += 1
+        elif arg.startswith("-") and arg != "-":
+            after = _parse_options(args, position, _VALUE_OPTIONS, _MULTIPLE_OPTIONS, fields, multiple=multiple)
+            if after is None:
+                return None
+            position = after
+        else:
+            queries.append(arg)
+            position += 1
+    if len(queries) != 1 or not _valid(fields):
+        return None
+    for option, values in multiple.items():
+        fields[option] = tuple(values)
+    limit = fields.pop("limit", "10")
+    return SearchRequest(query=queries[0], limit=int(limit), **fields)
+
+
+def _parse_options(
+    args: list[str],
+    position: int,
+    single: Mapping[str, str],
+    repeated: Mapping[str, str],
+    fields: dict[str, Any],
+    *,
+    multiple: dict[str, list[str]] | None = None,
+    stop_at_argument: bool = False,
+) -> int | None:
+    """Consume options from ``position``: the next position, or None if one is unknown.
+
+    With ``stop_at_argument`` it reads options until the first argument (the
+    command); otherwise it reads exactly one option with its value.
+    """
+    while position < len(args):
+        arg = args[position]
+        if not arg.startswith("-"):
+            return position if stop_at_argument else None
+        option, equals, value = arg.partition("=")
+        if not equals:
+            if position + 1 >= len(args):
+                return None
+            value = args[position + 1]
+            position += 2
+        elif option.startswith("--"):
+            position += 1
+        else:
+            return None  # "-n=5" means "=5" to click: let it say so
+        if option in single:
+            fields[single[option]] = value
+        elif option in repeated and multiple is not None:
+            multiple.setdefault(repeated[option], []).append(value)
+        else:
+            return None
+        if not stop_at_argument:
+            return position
+    return position if stop_at_argument else None
+
+
+def _valid(fields: Mapping[str, Any]) -> bool:
+    """True when click would accept these values as they are."""
+    limit = fields.get("limit", "10")
+    if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= 200):
+        return False
+    if fields.get("mode") not in (None, *MODES) or fields.get("fmt", "text") not in FORMATS:
+        return False
+    for folder in (fields.get("root"), fields.get("index_dir")):
+        if folder is not None and (folder == "" or os.path.isfile(folder)):
+            return False  # click.Path(file_okay=False) has the message
+    return True
+
+
+def main() -> None:
+    """The ``memrouter`` console script."""
+    request = parse_search_argv(sys.argv[1:])
+    if request is not None:
+        sys.exit(run_search(request))
+    from memrouter.cli import main as cli_main
+
+    cli_main(prog_name="memrouter")
+
+
+__all__ = ["SearchRequest", "format_hits", "main", "parse_search_argv", "run_search"]

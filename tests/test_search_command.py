@@ -1,0 +1,164 @@
+"""The ``memrouter search`` fast path parses exactly as the click command does."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memrouter.cli import main
+from memrouter.search_command import SearchRequest, parse_search_argv, run_search
+
+
+def _fast(argv: list[str]) -> tuple[int, str, str] | None:
+    request = parse_search_argv(argv, {})
+    if request is None:
+        return None
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_search(request)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _click(argv: list[str]) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, argv, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _comparable(output: str) -> str:
+    """JSON output without its timing, which differs run to run."""
+    if output.startswith("{"):
+        data = json.loads(output)
+        data.pop("took_ms")
+        return json.dumps(data)
+    return output
+
+
+def _same(argv: list[str]) -> None:
+    fast = _fast(argv)
+    assert fast is not None, argv
+    code, out, err = _click(argv)
+    assert (fast[0], _comparable(fast[1]), fast[2]) == (code, _comparable(out), err), argv
+
+
+@pytest.fixture
+def base(memories: Path, tmp_path: Path) -> list[str]:
+    base = ["--root", str(memories), "--index-dir", str(tmp_path / "idx")]
+    assert _click([*base, "index", "--lexical-only"])[0] == 0
+    return base
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "flaky tests"],
+        ["search", "flaky tests", "--mode", "lexical", "--format", "json"],
+        ["search", "--limit", "1", "flaky"],
+        ["search", "flaky", "-n", "2", "--format=json"],
+        ["search", "flaky", "--limit=007", "--mode=hybrid"],
+        ["search", "tests", "--prefix", "ci/", "--content", "--format", "json"],
+        ["search", "postgres", "--kind", "adr", "--tag", "database", "--tag", "storage"],
+        ["search", "postgres", "--channel", "team", "--channel", "long-term", "--scope", "project"],
+        ["search", "postgres", "--status", "active", "--source", "canonical"],
+        ["search", "qwertyuiop"],
+        ["search", ""],
+        ["search", "a\x01b"],
+        ["search", "flaky", "--source", "nowhere"],
+        ["search", "search"],
+        ["search", "-"],
+    ],
+)
+def test_fast_path_matches_click(base: list[str], args: list[str]) -> None:
+    _same([*base, *args])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "--help"],
+        ["search", "-h"],
+        ["--help"],
+        ["--version"],
+        ["index"],
+        ["status", "search"],
+        ["search"],
+        ["search", "one", "two"],
+        ["search", "x", "--limit", "0"],
+        ["search", "x", "--limit", "201"],
+        ["search", "x", "--limit", "+2"],
+        ["search", "x", "-n5"],
+        ["search", "x", "-n=5"],
+        ["search", "x", "--limit"],
+        ["search", "x", "--mode", "LEXICAL"],
+        ["search", "x", "--format", "xml"],
+        ["search", "x", "--content=yes"],
+        ["search", "x", "--bogus", "1"],
+        ["search", "x", "--root", "."],
+        ["search", "--", "-x"],
+    ],
+)
+def test_everything_else_goes_to_click(base: list[str], args: list[str]) -> None:
+    assert parse_search_argv([*base, *args], {}) is None
+
+
+def test_a_root_that_is_a_file_goes_to_click(tmp_path: Path) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    assert parse_search_argv(["--root", str(file), "search", "x"], {}) is None
+    assert parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": str(file)}) is None
+    assert parse_search_argv(["--root", "", "search", "x"], {}) is None
+    code, _, err = _click(["--root", str(file), "search", "x"])
+    assert code == 2 and "is a file" in err
+
+
+def test_environment_supplies_the_folders() -> None:
+    request = parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": "/m", "MEMROUTER_INDEX_DIR": "/i"})
+    assert request == SearchRequest("x", root="/m", index_dir="/i")
+    assert parse_search_argv(["--root", "/r", "search", "x"], {"MEMROUTER_ROOT": "/m"}) == SearchRequest("x", root="/r")
+    assert parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": ""}) == SearchRequest("x")
+
+
+_TOKENS = st.sampled_from(
+    [
+        "flaky", "tests", "postgres", "-", "--", "-x", "search",
+        "--limit", "-n", "3", "0", "201", "x", "+2", "--limit=2", "-n1", "-n=1",
+        "--mode", "lexical", "hybrid", "LEXICAL", "--mode=lexical",
+        "--format", "json", "text", "xml", "--format=json",
+        "--channel", "team", "long-term", "--kind", "adr", "--tag", "database", "--scope", "project",
+        "--status", "active", "--prefix", "ci/", "--content", "--content=1", "--source", "canonical",
+        "--bogus", "--help", "--root",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_TOKENS, max_size=7))
+def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[str], tokens: list[str]) -> None:
+    argv = [*base, "search", *tokens]
+    if parse_search_argv(argv, {}) is not None:
+        _same(argv)
+
+
+def test_the_console_script_searches_without_importing_click(memories: Path, tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from memrouter.search_command import main\n"
+        f"sys.argv = ['memrouter', '--root', {str(memories)!r}, '--index-dir', {str(tmp_path / 'idx')!r},"
+        " 'search', 'flaky', '--mode', 'lexical', '--limit', '1']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
+        "print('CLICK', 'click' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "flaky-tests" in done.stdout and "EXIT 0" in done.stdout and "CLICK False" in done.stdout, done
+    helped = subprocess.run(
+        [sys.executable, "-m", "memrouter", "search", "--help"], capture_output=True, text=True, check=True
+    )
+    assert "Find the memories that best match QUERY" in helped.stdout
