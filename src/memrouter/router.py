@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import logging
 import os
 import re
 import sqlite3
@@ -32,6 +31,7 @@ from memrouter.index.refresh import (
     upsert_memory,
     write_transaction,
 )
+from memrouter.lazylog import LazyLogger
 from memrouter.model import CHANNELS, STATUSES, Filters, Hit, Match, Memory
 from memrouter.query import check_limit, check_query, make_filters
 from memrouter.store import frontmatter
@@ -42,7 +42,7 @@ from memrouter.store.watch import ChangeWatcher
 
 __all__ = ["Router"]
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (DESIGN.md "Retrieval").

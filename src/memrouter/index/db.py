@@ -9,7 +9,6 @@ each runs once, in order, and is recorded by name.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import Callable
 
 from memrouter.errors import IndexCorrupt
+from memrouter.lazylog import LazyLogger
 
 __all__ = ["Migration", "MIGRATIONS", "APPLICATION_ID", "open_index", "connect"]
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 # "MRTR": marks the file as a memrouter index (PRAGMA application_id).
 APPLICATION_ID = 0x4D525452
@@ -98,9 +98,18 @@ CREATE INDEX chunks_memory ON chunks(memory_id, model);
 CREATE INDEX chunks_model ON chunks(model);
 """
 
+# Covering indexes for the two whole-table reads a fresh process makes before its
+# first search (the stat comparison of a refresh, BM25 length norms): scanning
+# them reads a few pages instead of every memory's body.
+_COVERING = """
+CREATE INDEX memories_stat ON memories(name, mtime_ns, size, hash);
+CREATE INDEX memories_length ON memories(length);
+"""
+
 MIGRATIONS: list[Migration] = [
     Migration("0001_memories_and_postings", _CORE),
     Migration("0002_dense_chunks", _DENSE),
+    Migration("0003_covering_indexes", _COVERING),
 ]
 
 # Sync state per external backend (see memrouter.sync.state for how it is used).

@@ -16,7 +16,6 @@ dense score is its best chunk; the hit says which chunk.
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from memrouter.errors import MemoryRouterError
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical import filter_sql
+from memrouter.lazylog import LazyLogger
 from memrouter.model import Filters
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DenseIndex", "DenseStatus"]
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 # Chunks fetched per memory wanted: a memory often has several good chunks.
 CHUNKS_PER_MEMORY = 4

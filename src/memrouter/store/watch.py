@@ -10,15 +10,16 @@ every ``refresh_interval`` seconds.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from memrouter.lazylog import LazyLogger
+
 __all__ = ["ChangeWatcher"]
 
-log = logging.getLogger(__name__)
+log = LazyLogger(__name__)
 
 _IN_MODIFY = 0x002
 _IN_ATTRIB = 0x004
