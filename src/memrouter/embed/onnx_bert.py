@@ -218,7 +218,7 @@ class OnnxEmbedder(BertEmbedderBase):
     Options: ``threads`` (intra-op threads; 0, the default, means one per
     CPU the process may use: measured on 2 cores, onnxruntime's own choice
     made a one-query embedding take 21 ms p50 against 6 ms with the count
-    given, at the same batch throughput),
+    given, at the same batch throughput; the threads do not spin when idle),
     ``cache_dir`` (where the built graph is kept), plus the batching options
     of ``BertEmbedderBase``.
     """
@@ -237,6 +237,10 @@ class OnnxEmbedder(BertEmbedderBase):
         session_options.inter_op_num_threads = 1
         session_options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         session_options.log_severity_level = 3
+        # Idle worker threads sleep instead of spinning: on 2 cores the spinning threads took
+        # the CPU from the rest of a hybrid search (p50 24 -> 14 ms, p95 37 -> 18 ms) while
+        # batch throughput stayed the same.
+        session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(onnx_path), sess_options=session_options, providers=["CPUExecutionProvider"]
         )
