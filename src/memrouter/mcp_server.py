@@ -51,16 +51,18 @@ def serve(
         )
     if token is not None and not token.strip():
         raise ConfigError("the bearer token must not be empty")
-    from memrouter.mcp.server import create_server
-    from memrouter.mcp.service import MemoryService
     from memrouter.router import Router
 
     router = Router.open(root=root, index_dir=index_dir, watch=True)
     try:
+        # Bring the index up to date while the MCP SDK imports (over a second) and the
+        # client connects, not on its first call.
+        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
+        from memrouter.mcp.server import create_server
+        from memrouter.mcp.service import MemoryService
+
         service = MemoryService(router, global_root=Path(global_root) if global_root else None)
         server = create_server(service)
-        # Bring the index up to date while the client connects, not on its first call.
-        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
         if http:
             run_http(server, host, port, token)
         else:
