@@ -9,8 +9,9 @@ then measures in one process:
   no-op re-sync, and ``Router.validate()`` (local state, and with
   ``check_remote``);
 - search latency over the same queries: canonical only (the baseline) against
-  the default (canonical, then Forgetful's hits merged), p50 and p95, and
-  the ratio.
+  the default (canonical, then Forgetful's hits merged), p50 and p95: memory
+  names as queries (the files fill the limit, so Forgetful is rarely asked)
+  and rare words (found in at most three files, so Forgetful is always asked).
 
 Run: ``.venv/bin/python benchmarks/bench_interop.py [--limit N] [--queries 40] [--embedder minilm|hash]``
 (``--limit`` syncs only the first N memories; the default is the whole corpus).
@@ -19,6 +20,7 @@ Run: ``.venv/bin/python benchmarks/bench_interop.py [--limit N] [--queries 40] [
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,6 +42,16 @@ CORPUS = ROOT.parent / "shared" / "corpora" / "ai-agents-1026"
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def rare_words(files: list[Path], count: int) -> list[str]:
+    """``count`` words (7+ letters) that occur in one to three of ``files``, spread over the alphabet."""
+    seen: dict[str, set[int]] = {}
+    for index, file in enumerate(files):
+        for word in set(re.findall(r"[a-z]{7,}", file.read_text(encoding="utf-8", errors="replace").lower())):
+            seen.setdefault(word, set()).add(index)
+    rare = sorted(word for word, where in seen.items() if len(where) <= 3)
+    return rare[:: max(1, len(rare) // count)][:count]
 
 
 def main() -> None:
@@ -97,29 +109,33 @@ def main() -> None:
 
                 queries = [name.replace("/", " ").replace("-", " ") for name in names[:: max(1, len(names) // args.queries)]]
                 queries = queries[: args.queries]
-                # Forgetful is asked only when the files give fewer hits than the limit: measure a limit
-                # the files fill (10) and one they cannot (more than the corpus), where Forgetful is asked.
-                for limit in (10, len(names) + 10):
-                    for query in queries[:3]:  # warm both paths
+                rare = rare_words(files, args.queries)
+                # Forgetful is asked only when the files give fewer hits than the limit. Name queries
+                # at limit 10 fill it from the files; at 200 most do too; a word found in at most
+                # three files never fills 10, so every rare-word search asks Forgetful.
+                for label, limit, batch in (("names", 10, queries), ("names", 200, queries), ("rare words", 10, rare)):
+                    for query in batch[:3]:  # warm both paths
                         router.search(query, limit=limit)
                     canonical: list[float] = []
                     augmented: list[float] = []
-                    external = 0
-                    for query in queries:  # interleaved, so drift hits both alike
+                    external = asked = 0
+                    for query in batch:  # interleaved, so drift hits both alike
                         started = time.perf_counter()
-                        router.search(query, limit=limit, source="canonical")
+                        files_only = router.search(query, limit=limit, source="canonical")
                         canonical.append((time.perf_counter() - started) * 1000)
                         started = time.perf_counter()
                         hits = router.search(query, limit=limit)
                         augmented.append((time.perf_counter() - started) * 1000)
                         external += sum(1 for h in hits if h.source != "canonical")
-                    for label, values in (("canonical only", canonical), ("augmented", augmented)):
-                        print(f"limit {limit}: search {label}: p50 {statistics.median(values):.1f} ms, "
+                        asked += len(files_only) < limit
+                    where = f"{label}, limit {limit}"
+                    for kind, values in (("canonical only", canonical), ("augmented", augmented)):
+                        print(f"{where}: search {kind}: p50 {statistics.median(values):.1f} ms, "
                               f"p95 {percentile(values, 0.95):.1f} ms over {len(values)} queries")  # fmt: skip
-                    print(f"limit {limit}: augmented - canonical: "
+                    print(f"{where}: augmented - canonical: "
                           f"p50 {statistics.median(augmented) - statistics.median(canonical):+.1f} ms, "
                           f"p95 {percentile(augmented, 0.95) - percentile(canonical, 0.95):+.1f} ms; "
-                          f"{external} external hits shown")  # fmt: skip
+                          f"Forgetful asked for {asked} of {len(batch)} queries; {external} external hits shown")  # fmt: skip
         finally:
             if server is not None:
                 server.stop()
