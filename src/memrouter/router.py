@@ -21,7 +21,7 @@ from memrouter.config import Config
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.index import db
 from memrouter.index.dense import DenseIndex
-from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
+from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
 from memrouter.index.refresh import (
     Progress,
@@ -267,7 +267,7 @@ class Router:
                     channel=row["channel"],
                     path=row["path"],
                     hash=row["hash"],
-                    snippet=snippet(row["body"], query),
+                    snippet=snippet(row["body"], query, at=_dense_only_offset(item)),
                     why=item.why,
                     kind=row["kind"],
                     content=self._content_of(row["name"]) if content else None,
@@ -725,6 +725,13 @@ class Router:
             with self._lock:
                 reports.append(validate(self._conn, target.name, current, remote=remote))
         return reports
+
+
+def _dense_only_offset(item: Fused) -> int | None:
+    """Where a hit found by meaning alone matched (its best chunk), for its snippet."""
+    if item.offset is None or any(match.retriever == "lexical" for match in item.why):
+        return None
+    return item.offset
 
 
 def _with_heading(content: str, title: str) -> str:

@@ -117,3 +117,15 @@ def test_doctor_recall_on_the_index(memories: Path, tmp_path: Path) -> None:
         router.refresh(embed=True)
         report = router.measure_recall(samples=20)
         assert report["recall"] >= 0.9 and report["search_path"] == "exact" and report["chunks"] >= 6
+
+
+def test_a_hit_found_by_meaning_alone_shows_its_best_chunk(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    # longer than the snippet's word scan, so only the chunk offset can place the window
+    opening = "# Release notes\n\n" + "\n\n".join(f"Version {i} changed the packaging scripts." for i in range(250))
+    write(root, "release-notes", opening + "\n\n## Rollback\n\nTo roll back, redeploy the previous image tag.\n")
+    with open_router(root, tmp_path / "idx", CountingEmbedder(dimension=256)) as router:
+        router.refresh(embed=True)
+        (hit,) = router.search("redeploy previous image", mode="semantic", limit=1)
+        assert [m.retriever for m in hit.why] == ["dense"] and "Rollback" in (hit.why[0].detail or "")
+        assert "**redeploy** the **previous** **image** tag" in hit.snippet

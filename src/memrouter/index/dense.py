@@ -271,7 +271,9 @@ class DenseIndex:
                 best[memory_id] = (score, int(self._chunk_ids[row]))
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
         details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
-        return [Ranked(mid, round(score, 6), details.get(chunk)) for mid, (score, chunk) in ranked]
+        return [
+            Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked
+        ]
 
     def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """Recall@k of the HNSW graph against exact search over this index's vectors.
@@ -301,12 +303,13 @@ class DenseIndex:
         }
 
     @staticmethod
-    def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, str]:
+    def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, tuple[str, int]]:
+        """Chunk id -> ("chunk N: heading", its start offset in the body)."""
         if not chunk_ids:
             return {}
         marks = ", ".join("?" * len(chunk_ids))
-        rows = conn.execute(f"SELECT id, ordinal, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
-        return {row[0]: f"chunk {row[1]}" + (f": {row[2]}" if row[2] else "") for row in rows}
+        rows = conn.execute(f"SELECT id, ordinal, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
+        return {row[0]: (f"chunk {row[1]}" + (f": {row[2]}" if row[2] else ""), row[3]) for row in rows}
 
 
 def _safe(model_id: str) -> str:

@@ -17,20 +17,26 @@ __all__ = ["Ranked", "Fused", "reciprocal_rank_fusion"]
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """One retriever's candidate: a memory row id, its raw score, optional detail."""
+    """One retriever's candidate: a memory row id, its raw score, optional detail.
+
+    ``offset`` is where in the memory's body the candidate matched, when the
+    retriever knows (dense: the start of the best chunk).
+    """
 
     memory_id: int
     score: float
     detail: str | None = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """A fused result: the row id, the fused score and why (per retriever)."""
+    """A fused result: the row id, the fused score, why (per retriever) and a body offset if known."""
 
     memory_id: int
     score: float
     why: tuple[Match, ...]
+    offset: int | None = None
 
 
 def reciprocal_rank_fusion(
@@ -45,11 +51,12 @@ def reciprocal_rank_fusion(
     if len(active) == 1:
         (name, ranked), = active.items()
         return [
-            Fused(c.memory_id, c.score, (Match(name, rank, round(c.score, 6), c.detail),))
+            Fused(c.memory_id, c.score, (Match(name, rank, round(c.score, 6), c.detail),), c.offset)
             for rank, c in enumerate(ranked[:limit], 1)
         ]
     totals: dict[int, float] = {}
     matches: dict[int, list[Match]] = {}
+    offsets: dict[int, int] = {}
     for name, ranked in active.items():
         weight = weights.get(name, 1.0)
         for rank, candidate in enumerate(ranked, 1):
@@ -57,5 +64,7 @@ def reciprocal_rank_fusion(
             matches.setdefault(candidate.memory_id, []).append(
                 Match(name, rank, round(candidate.score, 6), candidate.detail)
             )
+            if candidate.offset is not None:
+                offsets.setdefault(candidate.memory_id, candidate.offset)
     ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    return [Fused(mid, round(score, 6), tuple(matches[mid])) for mid, score in ordered]
+    return [Fused(mid, round(score, 6), tuple(matches[mid]), offsets.get(mid)) for mid, score in ordered]

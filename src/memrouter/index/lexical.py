@@ -185,26 +185,30 @@ def _highlighter(query: str) -> re.Pattern[str] | None:
     return re.compile(rf"\b(?:{'|'.join(parts)})", re.IGNORECASE)
 
 
-def snippet(body: str, query: str, width: int = 160) -> str:
+def snippet(body: str, query: str, width: int = 160, *, at: int | None = None) -> str:
     """A short window of ``body`` around the first query word, matches in ``**``.
 
-    Highlighting is approximate (a word matches when it starts with a query
-    word or its stem); ranking never depends on it.
+    ``at`` starts the window at that offset instead (a hit found by meaning:
+    its best chunk). Highlighting is approximate (a word matches when it
+    starts with a query word or its stem); ranking never depends on it.
     """
     pattern = _highlighter(query)
-    # Bounded: a hit found by meaning alone may not contain the words at all,
-    # and scanning a long body to learn that costs more than the search.
-    first = pattern.search(body, 0, SNIPPET_SCAN) if pattern else None
-    if pattern is None or first is None:
-        text = _SPACES.sub(" ", body[: width * 2]).strip()
-        return text[:width] + ("…" if len(text) > width else "")
-    start = max(0, first.start() - width // 3)
+    if at is not None and 0 <= at < len(body):
+        start = at
+    else:
+        # Bounded: a hit found by meaning alone may not contain the words at all,
+        # and scanning a long body to learn that costs more than the search.
+        first = pattern.search(body, 0, SNIPPET_SCAN) if pattern else None
+        if first is None:
+            text = _SPACES.sub(" ", body[: width * 2]).strip()
+            return text[:width] + ("…" if len(text) > width else "")
+        start = max(0, first.start() - width // 3)
     end = min(len(body), start + width)
     # Do not cut words at the window's edges.
     while start > 0 and body[start - 1].isalnum():
         start -= 1
     while end < len(body) and body[end].isalnum():
         end += 1
-    marked = pattern.sub(lambda m: f"**{m.group()}**", body[start:end])
+    marked = pattern.sub(lambda m: f"**{m.group()}**", body[start:end]) if pattern else body[start:end]
     text = _SPACES.sub(" ", marked).strip()
     return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
