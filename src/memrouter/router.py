@@ -279,8 +279,7 @@ class Router:
         """Each retriever's top ``pool`` for the query, filters applied inside each."""
         lists: dict[str, list[Ranked]] = {}
         if mode in ("hybrid", "lexical"):
-            found = self._lexical.search(self._conn, query, filters, limit=pool)
-            lists["lexical"] = [Ranked(hit.memory_id, hit.score) for hit in found]
+            lists["lexical"] = self._lexical.search(self._conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
             lists["dense"] = self._dense.search(self._conn, query, filters, limit=pool)
         return lists

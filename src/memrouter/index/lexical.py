@@ -20,17 +20,17 @@ import math
 import re
 import sqlite3
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Iterable
 from functools import lru_cache
 from operator import itemgetter
 
+from memrouter.index.fusion import Ranked
 from memrouter.index.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
 from memrouter.model import Filters, Memory
 
 __all__ = [
     "FIELD_WEIGHTS",
-    "LexicalHit",
     "LexicalIndex",
     "document_terms",
     "filter_sql",
@@ -41,14 +41,6 @@ __all__ = [
 FIELD_WEIGHTS = {"name": 4.0, "title": 3.0, "tags": 3.0, "body": 1.0}
 K1 = 1.2
 B = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class LexicalHit:
-    """A memory row id and its BM25F score (higher is better)."""
-
-    memory_id: int
-    score: float
 
 
 def document_terms(memory: Memory) -> tuple[dict[str, float], float]:
@@ -144,8 +136,8 @@ class LexicalIndex:
                 if memory_id in norms
             }
 
-    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[LexicalHit]:
-        """The ``limit`` best memories for ``query`` among those passing ``filters``."""
+    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
+        """The ``limit`` best memories for ``query`` among those passing ``filters`` (BM25F score)."""
         terms = query_terms(query)
         if not terms:
             return []
@@ -157,15 +149,15 @@ class LexicalIndex:
             get = scores.get
             for memory_id, value in part.items():
                 scores[memory_id] = get(memory_id, 0.0) + value
-        ranked = sorted(scores.items(), key=itemgetter(1), reverse=True)
+        candidates: Iterable[tuple[int, float]] = scores.items()
         if not filters.empty:
             where, params = filter_sql(filters)
             allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
-            ranked = [item for item in ranked if item[0] in allowed]
-        return [LexicalHit(memory_id, score) for memory_id, score in ranked[:limit]]
+            candidates = [item for item in candidates if item[0] in allowed]
+        best = sorted(candidates, key=itemgetter(1), reverse=True)[:limit]
+        return [Ranked(memory_id, score) for memory_id, score in best]
 
 
-_SPACES = re.compile(r"\s+")
 SNIPPET_SCAN = 8000
 
 
@@ -200,7 +192,7 @@ def snippet(body: str, query: str, width: int = 160, *, at: int | None = None) -
         # and scanning a long body to learn that costs more than the search.
         first = pattern.search(body, 0, SNIPPET_SCAN) if pattern else None
         if first is None:
-            text = _SPACES.sub(" ", body[: width * 2]).strip()
+            text = " ".join(body[: width * 2].split())
             return text[:width] + ("…" if len(text) > width else "")
         start = max(0, first.start() - width // 3)
     end = min(len(body), start + width)
@@ -210,5 +202,5 @@ def snippet(body: str, query: str, width: int = 160, *, at: int | None = None) -
     while end < len(body) and body[end].isalnum():
         end += 1
     marked = pattern.sub(lambda m: f"**{m.group()}**", body[start:end]) if pattern else body[start:end]
-    text = _SPACES.sub(" ", marked).strip()
+    text = " ".join(marked.split())
     return ("…" if start > 0 else "") + text + ("…" if end < len(body) else "")
