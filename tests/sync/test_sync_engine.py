@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import SAMPLE
 from sync.synchelp import git, http_toml, live_by_context, make_project, remote_memories
 
 from memrouter import Router
@@ -291,3 +292,40 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
             assert len(live) == 15 and all(len(ids) == 1 for ids in live.values()), live
     finally:
         fake_http.set_fault("none")
+
+
+def test_a_deleted_index_adopts_the_remote_copies_instead_of_duplicating_them(
+    project: Path, inspector: ForgetfulBackend
+) -> None:
+    import shutil
+
+    root = project / ".serena" / "memories"
+    (root / "ops").mkdir()
+    (root / "ops" / "runbook.md").write_text(LONG)
+    with open_router(project) as router:
+        assert router.sync()[0].ok
+    before = live_by_context(inspector, project)
+    shutil.rmtree(project / ".memrouter")  # the index is derived: deleting it is allowed
+    (root / "ci" / "flaky-tests.md").write_text("# Flaky tests in CI\n\nRetry once, then quarantine.\n")
+    with open_router(project) as router:
+        report = router.sync()[0]
+        assert report.ok and sorted(report.recovered) == sorted([*SAMPLE, "ops/runbook"])
+        assert live_by_context(inspector, project) == before  # same remote ids, nothing new
+        flaky = state.load_records(router._conn, "forgetful")["ci/flaky-tests"].remote_ids
+        assert inspector.get(flaky[0]).content.endswith("Retry once, then quarantine.\n")  # updated in place
+        assert router.validate(check_remote=True)[0]["in_sync"] == 7
+        assert router.sync()[0].skipped == 7
+
+
+def test_a_same_named_memory_of_another_project_is_never_adopted(
+    tmp_path: Path, fake_http: FakeServer, inspector: ForgetfulBackend
+) -> None:
+    first = make_project(tmp_path, http_toml(fake_http.url))
+    second = make_project(tmp_path, http_toml(fake_http.url))  # the same names, another repository
+    with open_router(first) as router:
+        assert router.sync()[0].ok
+    with open_router(second) as router:
+        report = router.sync()[0]
+        assert report.ok and report.recovered == [] and len(report.created) == 6
+    assert len(live_by_context(inspector, second)) == 6
+    assert all(len(ids) == 1 for ids in live_by_context(inspector, first).values())

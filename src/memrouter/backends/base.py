@@ -89,6 +89,8 @@ class ExternalHit:
 
     ``rank`` is 1-based in the order the backend's similarity implies (not the
     service's own list order); ``hash`` is the SHA-256 of ``content``.
+    ``context`` and ``source_repo`` are empty/None when the service's search
+    does not return them.
     """
 
     backend: str
@@ -101,6 +103,8 @@ class ExternalHit:
     tags: tuple[str, ...] = ()
     importance: int | None = None
     rerank_score: float | None = None
+    context: str = ""
+    source_repo: str | None = None
 
     def to_hit(self, *, channel: str = "long_term", content: bool = False) -> Hit:
         """The router's ``Hit`` for this result: name ``<backend>:<remote id>``, no path."""

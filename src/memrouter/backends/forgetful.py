@@ -245,6 +245,8 @@ class ForgetfulBackend:
                 tags=r.tags,
                 importance=r.importance,
                 rerank_score=by_id.get(r.id, (0.0, None))[1],
+                context=r.context,
+                source_repo=r.source_repo,
             )
             for rank, r in enumerate(ranked, start=1)
         ]

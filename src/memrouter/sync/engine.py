@@ -11,7 +11,12 @@ over the backend's ``max_content`` is split into linked parts
 (``upsert_parts``), tracked together as one memory.
 
 Each memory is its own unit of work (see ``memrouter.sync.state`` for the
-crash protocol). A run stops at the first ``BackendUnavailable`` (the service
+crash protocol). The mapping lives in the index, which may be deleted and
+rebuilt at any time: when a run finds no sync state at all for a backend, it
+looks for the first ``ADOPTION_PROBES`` memories on the backend (by content
+and name, confirmed by the ``memrouter:<name>`` context) before creating
+them; once one is found, every memory is looked for, and the copies found
+are adopted (updated in place, listed in ``recovered``), never duplicated. A run stops at the first ``BackendUnavailable`` (the service
 went away; what was done so far is kept) and reports it in ``error``; other
 per-memory failures (a reply that breaks the contract, content the service
 refuses) are listed in ``failed`` and the run goes on, unless
@@ -34,9 +39,6 @@ from typing import Any
 from memrouter.backends.base import Backend, MemoryDraft, upsert_parts
 from memrouter.backends.split import split_content
 from memrouter.errors import BackendError, BackendUnavailable, InvalidInput, NotFound
-
-# A run stops once this many memories in a row fail with the very same error.
-MAX_SAME_FAILURES = 8
 from memrouter.model import Memory
 from memrouter.sync import state
 
@@ -45,7 +47,11 @@ __all__ = ["CONTEXT_PREFIX", "Change", "SyncReport", "Syncer", "draft_for", "mar
 log = logging.getLogger(__name__)
 
 CONTEXT_PREFIX = "memrouter:"
-RECOVERY_PROBE = 5
+RECOVERY_PROBE = 20  # results per search when looking for lost copies
+# A run stops once this many memories in a row fail with the very same error.
+MAX_SAME_FAILURES = 8
+# With no sync state at all for a backend, the first memories to create are looked for there first.
+ADOPTION_PROBES = 3
 
 
 def marker_for(name: str) -> str:
@@ -162,6 +168,8 @@ class Syncer:
         self._lock: AbstractContextManager[Any] = lock if lock is not None else nullcontext()
         self.project_dir = project_dir
         self.source_repo = source_repo
+        self._probes_left = 0  # memories still to look for before creating (no sync state)
+        self._adopting = False  # copies were found: look for every memory before creating it
 
     # -- entry points ------------------------------------------------------
     def sync_all(self, *, dry_run: bool = False, force: bool = False) -> SyncReport:
@@ -210,6 +218,8 @@ class Syncer:
         hashes = dict(self._hashes()) if current is None else current
         with self._lock:
             records = state.load_records(self.conn, self.backend.name)
+        self._probes_left = ADOPTION_PROBES if not records and not dry_run else 0
+        self._adopting = False
         seen: set[str] = set()
         streak, last_failure = 0, ""
         for change in changes:
@@ -313,6 +323,19 @@ class Syncer:
             if found:
                 report.recovered.append(memory.name)
                 existing += found
+        elif record is None and (self._adopting or self._probes_left > 0):
+            self._probes_left = max(0, self._probes_left - 1)
+            try:
+                found = self._recover(memory.name, parts, existing)
+            except BackendUnavailable:
+                raise
+            except BackendError as exc:  # the search cannot tell: create, as without the probe
+                log.warning("%s: cannot look for existing copies (%s); creating", self.backend.name, exc)
+                self._probes_left, found = 0, []
+            if found:
+                self._adopting = True
+                report.recovered.append(memory.name)
+                existing = found
         if len(parts) > len(existing):
             with self._lock:  # remote memories are about to be created: say so first
                 state.set_pending(self.conn, backend.name, memory.name, memory.hash)
@@ -325,14 +348,17 @@ class Syncer:
         """Remote copies of ``name`` a crashed run created but never recorded, oldest first.
 
         They are found by searching for each part's content and for the name,
-        then confirmed by their context marker; ids mapped to any memory are
-        never taken.
+        then confirmed by their context marker (and source repository, so a
+        same-named memory of another project is never taken); ids mapped to
+        any memory are never taken.
         """
         marker = marker_for(name)
         candidates: list[str] = []
         queries = [*parts, f"{name.replace('/', ' ')} {marker}"]
         for query in queries:
             for hit in self.backend.search(query, RECOVERY_PROBE):
+                if hit.context and not self._ours(hit.context, hit.source_repo, marker):
+                    continue  # the search says whose it is: no need to fetch it
                 if hit.remote_id not in candidates and hit.remote_id not in known:
                     candidates.append(hit.remote_id)
         with self._lock:
@@ -342,10 +368,14 @@ class Syncer:
             if remote_id in mapped:
                 continue
             remote = self.backend.get(remote_id)
-            if remote.context == marker and not remote.is_obsolete:
+            if self._ours(remote.context, remote.source_repo, marker) and not remote.is_obsolete:
                 found.append(remote_id)
         found.sort(key=lambda rid: (0, int(rid), rid) if rid.isdigit() else (1, 0, rid))
         return found
+
+    def _ours(self, context: str, source_repo: str | None, marker: str) -> bool:
+        """Whether a remote memory is a copy of the memory ``marker`` names, from this project."""
+        return context == marker and (self.source_repo is None or source_repo in (None, self.source_repo))
 
     def _obsolete(
         self, name: str, record: state.SyncRecord, report: SyncReport, dry_run: bool, reason: str | None
