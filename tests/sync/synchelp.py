@@ -42,10 +42,19 @@ def http_toml(url: str, timeout: float = 5.0) -> str:
 
 
 def remote_memories(backend: ForgetfulBackend, project: Path) -> list[dict[str, Any]]:
-    """Every memory (obsolete ones too) that sync wrote for ``project``, oldest first."""
-    data = backend.execute("get_recent_memories", {"limit": 100000, "include_obsolete": True})
-    found = [m for m in data["memories"] if m.get("source_repo") == project.name]
-    return sorted(found, key=lambda m: int(m["id"]))
+    """Every memory (obsolete ones too) that sync wrote for ``project``, oldest first.
+
+    Pages through ``get_recent_memories`` (Forgetful returns at most 100 a call).
+    """
+    found: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = backend.execute("get_recent_memories", {"limit": 100, "offset": offset, "include_obsolete": True})
+        memories = page["memories"]
+        found += [m for m in memories if m.get("source_repo") == project.name]
+        if len(memories) < 100:
+            return sorted(found, key=lambda m: int(m["id"]))
+        offset += len(memories)
 
 
 def live_by_context(backend: ForgetfulBackend, project: Path) -> dict[str, list[int]]:
