@@ -122,8 +122,14 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
         "index_dir": env.get("MEMROUTER_INDEX_DIR") or None,
     }
     args = list(argv)
-    position = _parse_options(args, 0, _GROUP_OPTIONS, {}, fields, stop_at_argument=True)
-    if position is None or position >= len(args) or args[position] != "search":
+    position = 0
+    while position < len(args) and args[position].startswith("-"):
+        taken = _take_option(args, position)
+        if taken is None or taken[0] not in _GROUP_OPTIONS:
+            return None
+        option, value, position = taken
+        fields[_GROUP_OPTIONS[option]] = value
+    if position >= len(args) or args[position] != "search":
         return None
     multiple: dict[str, list[str]] = {}
     queries: list[str] = []
@@ -134,10 +140,16 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
             fields["content"] = True
             position += 1
         elif arg.startswith("-") and arg != "-":
-            after = _parse_options(args, position, _VALUE_OPTIONS, _MULTIPLE_OPTIONS, fields, multiple=multiple)
-            if after is None:
+            taken = _take_option(args, position)
+            if taken is None:
                 return None
-            position = after
+            option, value, position = taken
+            if option in _VALUE_OPTIONS:
+                fields[_VALUE_OPTIONS[option]] = value
+            elif option in _MULTIPLE_OPTIONS:
+                multiple.setdefault(_MULTIPLE_OPTIONS[option], []).append(value)
+            else:
+                return None
         else:
             queries.append(arg)
             position += 1
@@ -149,44 +161,14 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
     return SearchRequest(query=queries[0], limit=int(limit), **fields)
 
 
-def _parse_options(
-    args: list[str],
-    position: int,
-    single: Mapping[str, str],
-    repeated: Mapping[str, str],
-    fields: dict[str, Any],
-    *,
-    multiple: dict[str, list[str]] | None = None,
-    stop_at_argument: bool = False,
-) -> int | None:
-    """Consume options from ``position``: the next position, or None if one is unknown.
-
-    With ``stop_at_argument`` it reads options until the first argument (the
-    command); otherwise it reads exactly one option with its value.
-    """
-    while position < len(args):
-        arg = args[position]
-        if not arg.startswith("-"):
-            return position if stop_at_argument else None
-        option, equals, value = arg.partition("=")
-        if not equals:
-            if position + 1 >= len(args):
-                return None
-            value = args[position + 1]
-            position += 2
-        elif option.startswith("--"):
-            position += 1
-        else:
-            return None  # "-n=5" means "=5" to click: let it say so
-        if option in single:
-            fields[single[option]] = value
-        elif option in repeated and multiple is not None:
-            multiple.setdefault(repeated[option], []).append(value)
-        else:
-            return None
-        if not stop_at_argument:
-            return position
-    return position if stop_at_argument else None
+def _take_option(args: list[str], position: int) -> tuple[str, str, int] | None:
+    """The option at ``position``, its value and the position after both; None if it has no value."""
+    option, equals, value = args[position].partition("=")
+    if equals:
+        return (option, value, position + 1) if option.startswith("--") else None  # click reads "-n=5" as "=5"
+    if position + 1 >= len(args):
+        return None
+    return option, args[position + 1], position + 2
 
 
 def _valid(fields: Mapping[str, Any]) -> bool:
