@@ -188,9 +188,16 @@ class FakeForgetfulStore:
             "superseded_by": None,
             "obsoleted_at": None,
         }
-        cursor = self._db.execute("INSERT INTO memories (data) VALUES ('{}')")
-        memory["id"] = cursor.lastrowid
-        self._save(memory)
+        # one transaction, as Forgetful's own: a server killed mid-create leaves no half-written row
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            cursor = self._db.execute("INSERT INTO memories (data) VALUES ('{}')")
+            memory["id"] = cursor.lastrowid
+            self._save(memory)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
         return {
             "id": memory["id"],
             "title": memory["title"],
