@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from interop_peers import ROOT, EmbedServer, RealForgetful, start_forgetful
-from sync.synchelp import git
+from sync.synchelp import init_repository
 
 from memrouter import Router
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
@@ -65,16 +65,8 @@ def corpus_project(tmp_path: Path, hashed_forgetful: RealForgetful) -> Path:
         pytest.skip(f"the corpus is not here: {CORPUS}")
     project = tmp_path / "corpus-1026"
     shutil.copytree(CORPUS, project / ".serena" / "memories")
-    (project / "memrouter.toml").write_text(
-        f'[backends.forgetful]\nurl = "{hashed_forgetful.url}"\ntimeout = 60\nconnect_timeout = 30\n', encoding="utf-8"
-    )
-    (project / ".gitignore").write_text(".memrouter/\n", encoding="utf-8")
-    git(project, "init", "-q", "-b", "main")
-    git(project, "config", "user.email", "test@example.com")
-    git(project, "config", "user.name", "Test")
-    git(project, "config", "commit.gpgsign", "false")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "corpus")
+    toml = f'[backends.forgetful]\nurl = "{hashed_forgetful.url}"\ntimeout = 60\nconnect_timeout = 30\n'
+    init_repository(project, toml, "corpus")
     return project
 
 

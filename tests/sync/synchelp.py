@@ -25,6 +25,12 @@ def make_project(tmp_path: Path, backend_toml: str = "", *, memories: dict[str, 
     for name, text in (SAMPLE if memories is None else memories).items():
         write(root, name, text)
     root.mkdir(parents=True, exist_ok=True)
+    init_repository(project, backend_toml, "initial memories")
+    return project
+
+
+def init_repository(project: Path, backend_toml: str, message: str) -> None:
+    """Write ``memrouter.toml`` and a ``.gitignore`` for the index, then commit everything in a new repository."""
     (project / "memrouter.toml").write_text(backend_toml, encoding="utf-8")
     (project / ".gitignore").write_text(".memrouter/\n", encoding="utf-8")
     git(project, "init", "-q", "-b", "main")
@@ -32,8 +38,7 @@ def make_project(tmp_path: Path, backend_toml: str = "", *, memories: dict[str, 
     git(project, "config", "user.name", "Test")
     git(project, "config", "commit.gpgsign", "false")
     git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "initial memories")
-    return project
+    git(project, "commit", "-q", "-m", message)
 
 
 def http_toml(url: str, timeout: float = 5.0) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -298,8 +299,6 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
 def test_a_deleted_index_adopts_the_remote_copies_instead_of_duplicating_them(
     project: Path, inspector: ForgetfulBackend
 ) -> None:
-    import shutil
-
     root = project / ".serena" / "memories"
     (root / "ops").mkdir()
     (root / "ops" / "runbook.md").write_text(LONG)
