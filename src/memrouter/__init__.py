@@ -10,7 +10,7 @@ The public names load on first use, so ``import memrouter`` (and the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,8 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from memrouter.config import Config
     from memrouter.errors import (
         BackendContractError,

@@ -21,9 +21,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from memrouter.errors import ConfigError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Config", "SearchConfig", "find_project", "CONFIG_FILE", "STATE_DIR"]
 

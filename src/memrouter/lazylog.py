@@ -8,7 +8,10 @@ modules on that path log only on rare events, so they hold a
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["LazyLogger"]
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CHANNELS",
@@ -13,11 +16,8 @@ __all__ = [
     "Match",
     "Hit",
     "Filters",
-    "SearchMode",
     "channel_for_kind",
 ]
-
-SearchMode = Literal["hybrid", "lexical", "semantic"]
 
 CHANNELS = ("long_term", "sprint", "team", "short_term")
 STATUSES = ("active", "obsolete", "pending_review")

@@ -8,20 +8,17 @@ then the index is updated in the same call, so a write is visible at once.
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import re
 import sqlite3
-import threading
 import time
+from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
-from typing import Any, Iterable
 
 from memrouter.config import Config
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.index import db
-from memrouter.index.dense import DenseIndex
-from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
+from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
 from memrouter.index.refresh import (
     Progress,
@@ -34,11 +31,17 @@ from memrouter.index.refresh import (
 from memrouter.lazylog import LazyLogger
 from memrouter.model import CHANNELS, STATUSES, Filters, Hit, Match, Memory
 from memrouter.query import check_limit, check_query, make_filters
-from memrouter.store import frontmatter
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
-from memrouter.store.parse import first_heading
-from memrouter.store.watch import ChangeWatcher
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from memrouter.index.dense import DenseIndex
+    from memrouter.index.fusion import Fused
+    from memrouter.store.watch import ChangeWatcher
 
 __all__ = ["Router"]
 
@@ -61,14 +64,14 @@ class Router:
         self.config = config
         readonly = not os.access(config.root, os.W_OK)
         self.store = MemoryStore(config.root, readonly=readonly)
-        self._lock = threading.RLock()
+        self._lock = RLock()
         self._conn, warning = db.open_index(config.index_path)
         self.warnings: list[str] = [warning] if warning else []
         self._last_check = float("-inf")
         self._last_report: RefreshReport | None = None
         self._lexical = LexicalIndex()
-        # Dense retrieval; the model loads on first use, never for lexical search.
-        self._dense = DenseIndex(config.index_dir, config.embedder)
+        # Dense retrieval loads on first use (see ``_dense``), never for lexical search.
+        self._dense_index: DenseIndex | None = None
         self._dense_checked: str | None = None
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
@@ -106,6 +109,15 @@ class Router:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def _dense(self) -> DenseIndex:
+        """The dense retriever, imported and built on first use (the model loads later still)."""
+        if self._dense_index is None:
+            from memrouter.index.dense import DenseIndex
+
+            self._dense_index = DenseIndex(self.config.index_dir, self.config.embedder)
+        return self._dense_index
 
     # -- index maintenance -------------------------------------------------
     def refresh(
@@ -155,6 +167,8 @@ class Router:
         with self._lock:
             if self._watch and self._watcher is None:
                 # Watch before scanning, so a change during the scan is seen next time.
+                from memrouter.store.watch import ChangeWatcher
+
                 self._watcher = ChangeWatcher(self.config.root)
             try:
                 report = refresh_index(self._conn, self.store, full=full, progress=progress)
@@ -183,6 +197,8 @@ class Router:
     def _record_problems(self, report: RefreshReport) -> None:
         unreadable = {name: problem for name, problem in report.problems.items() if "not indexed" in problem or "unreadable" in problem}
         if unreadable or report.changed or report.removed:
+            import json  # lazy, like every import a search with nothing changed does not need
+
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('file_problems', ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -326,6 +342,8 @@ class Router:
         status: str | None = None,
     ) -> list[dict[str, Any]]:
         """Summaries (name, title, channel, kind, status, tags, hash) of the indexed memories, by name."""
+        import json
+
         filters = make_filters(channels=channel, kinds=kind, tags=tags, statuses=status, prefix=prefix)
         with self._lock:
             self._ensure_fresh()
@@ -382,6 +400,9 @@ class Router:
             raise InvalidInput("content must not be empty")
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
+        from memrouter.store import frontmatter
+        from memrouter.store.parse import first_heading
+
         body = frontmatter.split(content)[1]
         heading = first_heading(body)
         if title is not None and heading is None and isinstance(title, str) and title.strip():
@@ -422,6 +443,8 @@ class Router:
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness, problems and configuration, JSON-ready."""
+        import json
+
         with self._lock:
             self._ensure_fresh()
             conn = self._conn
@@ -734,6 +757,8 @@ def _dense_only_offset(item: Fused) -> int | None:
 
 
 def _with_heading(content: str, title: str) -> str:
+    from memrouter.store import frontmatter
+
     raw, body = frontmatter.split(content)
     if "\n" in title or "\r" in title:
         raise InvalidInput("title must be a single line")

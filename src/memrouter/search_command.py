@@ -13,11 +13,14 @@ the two paths give identical results.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 MODES = ("hybrid", "lexical", "semantic")
 FORMATS = ("text", "json")
@@ -40,7 +43,8 @@ _MULTIPLE_OPTIONS = {
 _GROUP_OPTIONS = {"--root": "root", "--index-dir": "index_dir"}
 
 
-class SearchRequest(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
     """A ``memrouter search`` command line, parsed."""
 
     query: str
@@ -89,6 +93,8 @@ def run_search(request: SearchRequest) -> int:
         print(f"memrouter: {exc}", file=sys.stderr)
         return 1
     if request.fmt == "json":
+        import json
+
         data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in hits]}
         print(json.dumps(data, ensure_ascii=False, default=str))
     else:

@@ -13,10 +13,13 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from memrouter.errors import IndexCorrupt
 from memrouter.lazylog import LazyLogger
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Migration", "MIGRATIONS", "APPLICATION_ID", "open_index", "connect"]
 

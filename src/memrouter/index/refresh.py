@@ -8,20 +8,17 @@ never sees half of it.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
 from memrouter.model import Memory
 from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore
-from memrouter.store.parse import sha256_hex
 
 __all__ = ["RefreshReport", "refresh_index", "upsert_memory", "delete_memory", "write_transaction", "Progress"]
 
@@ -74,6 +71,8 @@ def upsert_memory(
     conn: sqlite3.Connection, writer: PostingsWriter, memory: Memory, mtime_ns: int, size: int
 ) -> int:
     """Write one memory's row, tags and postings (inside ``write_transaction``); returns its row id."""
+    import json  # only writes need it; a search with nothing changed does not
+
     tags = json.dumps(list(memory.tags))
     terms, length = document_terms(memory)
     values = (
@@ -199,6 +198,8 @@ def _refresh_one(
     except OSError as exc:
         report.problems[stat.name] = f"unreadable: {exc.strerror or exc}"
         return
+    from memrouter.store.parse import sha256_hex
+
     digest = sha256_hex(raw)
     if seen is not None and seen[0] == digest:
         conn.execute(

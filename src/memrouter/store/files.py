@@ -13,12 +13,14 @@ import errno
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.model import Memory
 from memrouter.store.names import SUFFIX, name_for_path, path_for_name, validate_name
-from memrouter.store.parse import parse_memory, sha256_hex
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["FileStat", "MemoryStore", "decode", "MAX_FILE_BYTES"]
 
@@ -109,6 +111,8 @@ class MemoryStore:
 
     @staticmethod
     def parse_bytes(name: str, path: Path | str, raw: bytes) -> Memory:
+        from memrouter.store.parse import parse_memory, sha256_hex  # parsing loads when a file changed
+
         text, problem = decode(raw)
         memory = parse_memory(name, str(path), text)
         if problem is None:
@@ -126,6 +130,8 @@ class MemoryStore:
             raw = self.read_bytes(name)
         except NotFound:
             return None
+        from memrouter.store.parse import sha256_hex
+
         # Equal to content_hash(text) for UTF-8 files; the stored bytes otherwise.
         return sha256_hex(raw)
 
@@ -152,6 +158,8 @@ class MemoryStore:
                 raise Conflict(
                     f"memory {name!r} changed since it was read (it now {state}); read it again and retry"
                 )
+        from memrouter.store.parse import parse_memory
+
         data = text.encode("utf-8")
         _atomic_write(path, data)
         return parse_memory(name, str(path), text)

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from memrouter.lazylog import LazyLogger
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ChangeWatcher"]
 
