@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,18 +148,51 @@ def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[
         _same(argv)
 
 
+def _console_script(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    """Run what the ``memrouter`` script runs, listing every import on stderr (``-X importtime``)."""
+    code = f"import sys\nfrom memrouter.search_command import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
+    return subprocess.run([sys.executable, "-X", "importtime", "-c", code], text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+
+def _imported(stderr: str) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
 def test_the_console_script_searches_without_importing_click(memories: Path, tmp_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from memrouter.search_command import main\n"
-        f"sys.argv = ['memrouter', '--root', {str(memories)!r}, '--index-dir', {str(tmp_path / 'idx')!r},"
-        " 'search', 'flaky', '--mode', 'lexical', '--limit', '1']\n"
-        "try:\n    main()\nexcept SystemExit as exc:\n    print('EXIT', exc.code)\n"
-        "print('CLICK', 'click' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "flaky-tests" in done.stdout and "EXIT 0" in done.stdout and "CLICK False" in done.stdout, done
+    argv = ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search", "flaky", "--mode", "lexical"]
+    for _ in ("builds the index", "finds nothing changed"):
+        done = _console_script([*argv, "--limit", "1"], capture_output=True)
+        assert done.returncode == 0, done
+        assert done.stdout.startswith(" 1. incidents/flaky-tests"), done.stdout
+    imported = _imported(done.stderr)
+    assert "memrouter.router" in imported and "click" not in imported
+    # With nothing changed, a lexical search loads neither the dense index nor
+    # what parsing and writing need.
+    assert imported.isdisjoint({"memrouter.index.dense", "memrouter.store.parse", "json", "typing", "threading"})
     helped = subprocess.run(
         [sys.executable, "-m", "memrouter", "search", "--help"], capture_output=True, text=True, check=True
     )
     assert "Find the memories that best match QUERY" in helped.stdout
+
+
+def test_the_console_script_exits_with_the_search_code(memories: Path, tmp_path: Path) -> None:
+    argv = ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search"]
+    done = _console_script([*argv, "no such words anywhere", "--format", "json"], capture_output=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["results"] == []
+    bad = _console_script([*argv, "bell \x07 query"], capture_output=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "memrouter: the query contains a control character (U+0007)" in bad.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_search_quietly(memories: Path, tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # like `memrouter search ... | head` once head has exited
+    try:
+        done = _console_script(
+            ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search", "flaky"],
+            stdout=write_end, stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr

@@ -193,11 +193,20 @@ def _valid(fields: Mapping[str, Any]) -> bool:
 def main() -> None:
     """The ``memrouter`` console script."""
     request = parse_search_argv(sys.argv[1:])
-    if request is not None:
-        sys.exit(run_search(request))
-    from memrouter.cli import main as cli_main
+    if request is None:
+        from memrouter.cli import main as cli_main
 
-    cli_main(prog_name="memrouter")
+        cli_main(prog_name="memrouter")
+        return
+    try:
+        code = run_search(request)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
+        code = 1
+    # End without the interpreter's teardown: freeing every module object takes
+    # longer than the search itself, and the search has closed its index.
+    os._exit(code)
 
 
 __all__ = ["SearchRequest", "format_hits", "main", "parse_search_argv", "run_search"]
