@@ -156,15 +156,14 @@ def refresh_index(
         row[0]: (row[1], row[2], row[3])
         for row in conn.execute("SELECT name, hash, mtime_ns, size FROM memories")
     }
-    files = list(store.scan())
+    files = store.stat_files()
     candidates: list[FileStat] = []
-    for stat in files:
-        seen = known.get(stat.name)
-        if full or seen is None or seen[1] != stat.mtime_ns or seen[2] != stat.size:
-            candidates.append(stat)
-        else:
-            report.unchanged += 1
-    present = {stat.name for stat in files}
+    for name, path, mtime_ns, size in files:
+        seen = known.get(name)
+        if full or seen is None or seen[1] != mtime_ns or seen[2] != size:
+            candidates.append(FileStat(name, path, mtime_ns, size))
+    report.unchanged = len(files) - len(candidates)
+    present = {stat[0] for stat in files}
     gone = [name for name in known if name not in present]
     if not candidates and not gone:
         report.took_ms = (time.perf_counter() - started) * 1000

@@ -57,8 +57,17 @@ class MemoryStore:
         """Every ``*.md`` file under the root, recursively, skipping dot entries.
 
         Symbolic links are followed only while they stay inside the root.
-        This runs before searches, so it stays close to the bare system calls.
         """
+        for name, path, mtime_ns, size in self.stat_files():
+            yield FileStat(name, path, mtime_ns, size)
+
+    def stat_files(self) -> list[tuple[str, str, int, int]]:
+        """``scan()`` as plain ``(name, path, mtime_ns, size)`` tuples.
+
+        The refresh before every search compares these with the index, so this
+        stays close to the bare system calls and builds no records.
+        """
+        found: list[tuple[str, str, int, int]] = []
         resolved_root: Path | None = None
         stack: list[tuple[str, str]] = [(str(self.root), "")]
         while stack:
@@ -86,7 +95,8 @@ class MemoryStore:
                     stat = entry.stat()
                 except OSError:
                     continue
-                yield FileStat(prefix + entry_name[:-3], entry.path, stat.st_mtime_ns, stat.st_size)
+                found.append((prefix + entry_name[:-3], entry.path, stat.st_mtime_ns, stat.st_size))
+        return found
 
     def path_for(self, name: str, *, strict: bool = False) -> Path:
         """The file for ``name``; existing files may have looser names than new ones."""
