@@ -76,7 +76,11 @@ def test_unknown_channel_and_status_are_reported_not_fatal() -> None:
     assert len(memory.problems) == 3
 
 
-KEYS = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)
+KEYS = st.one_of(
+    st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True),
+    st.sampled_from(["no", "on", "yes", "off", "true", "null", "y", "~"]),  # YAML quotes these
+    st.text(alphabet="ab:'\"#- ü\\?[{&*!|>%@`,.", min_size=1, max_size=6),
+)
 VALUES = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=30),
     st.integers(),
@@ -95,6 +99,14 @@ def test_update_round_trip(existing: dict[str, object], changes: dict[str, objec
         return
     assert data == yaml.safe_load(yaml.safe_dump(expected))
     assert frontmatter.split(updated)[1] == "# T\n\nbody\n"
+    # Each key is written once: replaced in place, never appended a second time.
+    assert len(yaml.compose(frontmatter.split(updated)[0]).value) == len(expected)
+
+
+def test_a_quoted_key_keeps_its_own_entry_when_its_neighbour_is_rewritten() -> None:
+    text = "---\na: 1\n'no': keep\n\"on\": keep\nit's: keep\nx:y: keep\n---\nbody\n"
+    updated = frontmatter.update(text, {"a": 2, "on": "changed"})
+    assert updated == "---\na: 2\n'no': keep\n'on': changed\nit's: keep\nx:y: keep\n---\nbody\n"
 
 
 @pytest.mark.parametrize("opening", ["---\n", "---\r\n"])

@@ -18,7 +18,17 @@ __all__ = ["FrontMatter", "split", "parse", "update", "render_value"]
 
 _OPEN = re.compile(r"\A---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
-_TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:")
+# A line that starts a top-level key. Keys are usually plain identifiers, but
+# YAML quotes words such as `no` and `on` (which would read as booleans), and a
+# hand-written key may hold other characters; all of them start a new entry.
+_TOP_KEY = re.compile(
+    r"""^(?:
+        '(?P<single>(?:[^'\r\n]|'')*)'
+      | "(?P<double>(?:[^"\\\r\n]|\\.)*)"
+      | (?P<plain>(?:[^\s\#'"?:,\[\]{}&*!|>%@`-]|[-?:](?=\S))[^\r\n]*?)
+    )[ \t]*:(?=[ \t]|\r?\n|\Z)""",
+    re.VERBOSE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,13 +121,25 @@ def _segments(raw: str) -> list[tuple[str | None, str]]:
     for line in raw.splitlines(keepends=True):
         match = _TOP_KEY.match(line)
         if match:
-            segments.append((match.group(1), line))
+            segments.append((_key(match), line))
         elif segments:
             key, chunk = segments[-1]
             segments[-1] = (key, chunk + line)
         else:
             segments.append((None, line))
     return segments
+
+
+def _key(match: re.Match[str]) -> str:
+    """The key a ``_TOP_KEY`` match names, with YAML's quoting undone."""
+    single, double, plain = match.group("single", "double", "plain")
+    if single is not None:
+        return str(single.replace("''", "'"))
+    if double is not None and "\\" in double:
+        import yaml
+
+        return str(yaml.safe_load(f'"{double}"'))
+    return str(plain if double is None else double)
 
 
 def update(text: str, changes: dict[str, Any]) -> str:
