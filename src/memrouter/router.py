@@ -266,7 +266,10 @@ class Router:
 
     def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
-        lists = self._candidates(query, mode, filters, max(limit, CANDIDATE_POOL))
+        # Lexical scoring is exact and one list keeps its own order through
+        # fusion, so lexical search alone needs only ``limit`` candidates.
+        pool = limit if mode == "lexical" else max(limit, CANDIDATE_POOL)
+        lists = self._candidates(query, mode, filters, pool)
         fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
         rows = self._rows([item.memory_id for item in fused])
         hits = []
