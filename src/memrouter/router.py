@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+    from memrouter.backends.configured import ConfiguredBackends
     from memrouter.index.dense import DenseIndex
     from memrouter.index.fusion import Fused
     from memrouter.store.watch import ChangeWatcher
@@ -75,9 +76,8 @@ class Router:
         self._dense_checked: str | None = None
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
-        # External backends, built from config.backends on first need (see backends()).
-        self._backends: dict[str, Any] | None = None
-        self._backend_errors: dict[str, str] = {}
+        # External backends, built from config.backends on first need (see _external).
+        self._configured: ConfiguredBackends | None = None
 
     @classmethod
     def open(
@@ -99,9 +99,8 @@ class Router:
         with self._lock:
             if self._watcher is not None:
                 self._watcher.close()
-            for backend in (self._backends or {}).values():
-                backend.close()
-            self._backends = None
+            if self._configured is not None:
+                self._configured.close()
             self._conn.close()
 
     def __enter__(self) -> Router:
@@ -109,6 +108,15 @@ class Router:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def _external(self) -> ConfiguredBackends:
+        """The configured external backends (none is built or connected until used)."""
+        if self._configured is None:
+            from memrouter.backends.configured import ConfiguredBackends
+
+            self._configured = ConfiguredBackends(self.config.backends)
+        return self._configured
 
     @property
     def _dense(self) -> DenseIndex:
@@ -560,36 +568,11 @@ class Router:
         A backend that cannot be built (not installed, bad settings) is left
         out and its error shown by ``status``; nothing connects here.
         """
-        with self._lock:
-            if self._backends is None:
-                from memrouter.backends.registry import get_backend
-                from memrouter.errors import BackendError, ConfigError
-
-                built: dict[str, Any] = {}
-                for name, settings in self.config.backends.items():
-                    kind, options, flags = _backend_settings(name, settings)
-                    if not flags["enabled"]:
-                        continue
-                    try:
-                        built[name] = get_backend(kind, options)
-                    except (BackendError, ConfigError) as exc:
-                        log.warning("backend %s not used: %s", name, exc)
-                        self._backend_errors[name] = str(exc)
-                self._backends = built
-            return self._backends
+        return self._external.built()
 
     def backend(self, name: str) -> Any:
         """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
-        from memrouter.errors import BackendNotInstalled, ConfigError
-
-        found = self.backends().get(name)
-        if found is not None:
-            return found
-        if name in self.config.backends and name in self._backend_errors:
-            error = self._backend_errors[name]
-            raise BackendNotInstalled(name, error) if "install" in error else ConfigError(error)
-        known = ", ".join(sorted(self.config.backends)) or "none configured"
-        raise ConfigError(f"no backend {name!r} (configured: {known}); add [backends.{name}] to memrouter.toml")
+        return self._external.get(name)
 
     def _search_backend(self, name: str, query: str, limit: int, content: bool) -> builtins.list[Hit]:
         """Results from one backend only: the caller asked for it, so being down is an error."""
@@ -602,7 +585,7 @@ class Router:
         try:
             found = backend.search(query, limit)
         except BackendError as exc:
-            self._note_backend_error(backend, exc)
+            self._external.note_error(backend, exc)
             raise
         return [hit.to_hit(content=content) for hit in found]
 
@@ -615,15 +598,13 @@ class Router:
         if len(hits) >= limit:
             return hits
         external: dict[str, Any] = {}
-        for name, backend in self.backends().items():
-            if not _backend_settings(name, self.config.backends.get(name, {}))[2]["search"]:
-                continue
+        for name, backend in self._external.flagged("search").items():
             if not backend.available():
                 continue
             try:
                 external[name] = backend.search(query, limit)
             except BackendError as exc:
-                self._note_backend_error(backend, exc)
+                self._external.note_error(backend, exc)
         if not external:
             return hits
         with self._lock:
@@ -633,53 +614,18 @@ class Router:
             }
         return merge_hits(hits, external, limit, synced, content=content)
 
-    def _note_backend_error(self, backend: Any, exc: Exception) -> None:
-        """A backend failed during a call: log it, show it in status, skip it for the health TTL."""
-        log.warning("backend %s failed: %s", backend.name, exc)
-        self._backend_errors[backend.name] = str(exc)
-        backend.health.record_failure(str(exc))
-
     def backend_status(self) -> builtins.list[dict[str, Any]]:
         """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        result: builtins.list[dict[str, Any]] = []
         if not self.config.backends:
-            return result
-        from memrouter.backends.base import backend_status
+            return []
+        return self._external.status(self._synced_count)
 
-        built = self.backends()
-        for name in sorted(self.config.backends):
-            backend = built.get(name)
-            if backend is None:
-                result.append({"name": name, "available": False, "endpoint": None, "age_s": None,
-                               "error": self._backend_errors.get(name, "disabled"), "last_error":
-                               self._backend_errors.get(name, "disabled"), "synced": 0})  # fmt: skip
-                continue
-            available = backend.available()
-            entry = backend_status(backend)
-            entry["available"] = available
-            entry["last_error"] = entry["error"] or self._backend_errors.get(name)
-            with self._lock:
-                entry["synced"] = self._conn.execute(
-                    "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (name,)
-                ).fetchone()[0]
-            result.append(entry)
-        return result
-
-    def _sync_backends(self, name: str | None) -> builtins.list[Any]:
-        from memrouter.errors import ConfigError
-
-        if name is not None:
-            return [self.backend(name)]
-        chosen = [
-            backend for key, backend in self.backends().items()
-            if _backend_settings(key, self.config.backends.get(key, {}))[2]["sync"]
-        ]  # fmt: skip
-        if not chosen:
-            raise ConfigError(
-                "no external backend configured: add [backends.forgetful] url = \"http://localhost:8020/mcp\" "
-                "to memrouter.toml, or set MEMROUTER_FORGETFUL_URL"
-            )
-        return chosen
+    def _synced_count(self, backend: str) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (backend,)
+            ).fetchone()
+            return int(row[0])
 
     def _current_hashes(self) -> dict[str, str]:
         """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
@@ -707,7 +653,7 @@ class Router:
 
         if changes not in ("all", "staged", "queue"):
             raise InvalidInput(f"unknown change set {changes!r}; use all, staged or queue")
-        targets = self._sync_backends(backend)
+        targets = self._external.for_sync(backend)
         queue_path = self.config.index_dir / QUEUE_FILE
         entries: builtins.list[dict[str, Any]] = []
         listed: builtins.list[Any] = []
@@ -741,7 +687,7 @@ class Router:
 
         current = self._current_hashes()
         reports: builtins.list[Any] = []
-        for target in self._sync_backends(backend):
+        for target in self._external.for_sync(backend):
             remote = None
             if check_remote:
                 if not target.available(force=True):
@@ -800,20 +746,3 @@ def _field_changes(**fields: Any) -> dict[str, Any]:
         changes[key] = value
     return changes
 
-
-ROUTER_KEYS = ("type", "enabled", "search", "sync")
-
-
-def _backend_settings(name: str, settings: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, bool]]:
-    """A ``[backends.<name>]`` section split into registry name, backend options and router flags.
-
-    ``type`` (default: the section name), ``enabled``, ``search`` and
-    ``sync`` (each default true) are the router's; everything else goes to
-    the backend, with ``name`` set to the section name when the type differs.
-    """
-    kind = str(settings.get("type", name))
-    options = {key: value for key, value in settings.items() if key not in ROUTER_KEYS}
-    if kind != name:
-        options.setdefault("name", name)
-    flags = {key: bool(settings.get(key, True)) for key in ("enabled", "search", "sync")}
-    return kind, options, flags
