@@ -59,6 +59,7 @@ BLOCKS = st.one_of(
         lambda lines: "```python\n" + "\n".join(lines) + "\n```"
     ),
     st.lists(st.sampled_from(["- item one", "- item two.", "1. step", "| a | b |"]), min_size=1, max_size=40).map("\n".join),
+    st.builds(lambda title, rule: f"{title}\n{rule}", st.text("abc XYZ-", min_size=1, max_size=20), st.sampled_from(["===", "---", "-", "= ="])),
     st.text(min_size=1, max_size=300),
     st.just("word" * 400),
 )
@@ -106,6 +107,29 @@ def test_sections_start_new_chunks_with_their_heading_path() -> None:
     assert [c.heading for c in chunks] == ["Setup", "Setup > Install", "Setup > Configure", "Usage"]
     assert chunks[1].text.startswith("## Install")
     assert chunks[1].embed_text.startswith("Guide > Setup > Install\n\n")
+
+
+def test_underlined_headings_start_sections_too() -> None:
+    body = "This paragraph has some words in it. " * 6
+    text = f"Setup\n=====\n\n{body}\n\nInstall\n-------\n\n{body}\n\nUsage\n===\n\n{body}"
+    chunks = chunk_markdown(text, words, target_tokens=120, overlap_tokens=0, context_prefix="Guide")
+    assert [c.heading for c in chunks] == ["Setup", "Setup > Install", "Usage"]
+    assert chunks[1].text.startswith("Install\n-------\n\nThis paragraph")
+    assert chunks[1].embed_text.startswith("Guide > Setup > Install\n\n")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- a list item\n---\n\nafter the rule",  # a thematic break after a list
+        "> quoted\n---\n\nafter the rule",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "first line\nsecond line\n---\n\nafter",  # only one-line paragraphs are taken as headings
+        "paragraph\n\n---\n\nafter a blank line, a rule",
+    ],
+)
+def test_rules_that_are_not_underlines_leave_no_heading(text: str) -> None:
+    assert {chunk.heading for chunk in chunk_markdown(text, words, context_prefix=None)} == {""}
 
 
 def test_title_is_not_repeated_in_context() -> None:

@@ -3,7 +3,8 @@
 ``chunk_markdown(text, count_tokens)`` cuts along the markdown structure, in
 this order of preference:
 
-1. headings (a chunk that already holds ``target_tokens // 4`` tokens always
+1. headings, ``#`` style or a one-line paragraph underlined with ``===`` or
+   ``---`` (a chunk that already holds ``target_tokens // 4`` tokens always
    ends before a heading, so sections are not glued to their neighbours; small
    sections are merged rather than embedded alone);
 2. blank-line separated blocks (paragraphs, lists, tables, fenced code);
@@ -41,6 +42,10 @@ __all__ = ["Chunk", "chunk_markdown"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# A setext underline, and lines it cannot turn into a heading here (list items,
+# quotes, table rows: their "---" is a thematic break or a table's own).
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_NOT_SETEXT_TEXT = re.compile(r"^ {0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|>|\|)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=\S)|\n")
 
 
@@ -85,6 +90,14 @@ def _blocks(text: str) -> list[tuple[int, int, str, bool]]:
     i = 0
     paragraph_start: int | None = None
 
+    def enter_heading(level: int, title: str) -> None:
+        nonlocal path
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        if title:
+            stack.append((level, title))
+        path = " > ".join(t for _, t in stack)
+
     def close_paragraph(end_line: int) -> None:
         nonlocal paragraph_start
         if paragraph_start is not None:
@@ -109,16 +122,15 @@ def _blocks(text: str) -> list[tuple[int, int, str, bool]]:
             i = last + 1
             continue
         heading = _HEADING.match(line.rstrip("\r\n"))
+        underline = _SETEXT.match(line.rstrip("\r\n")) if paragraph_start == i - 1 else None
         if heading:
             close_paragraph(i)
-            level = len(heading.group(1))
-            title = (heading.group(2) or "").strip()
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            if title:
-                stack.append((level, title))
-            path = " > ".join(t for _, t in stack)
+            enter_heading(len(heading.group(1)), (heading.group(2) or "").strip())
             blocks.append((offsets[i], offsets[i] + len(line), path, True))
+        elif underline and not _NOT_SETEXT_TEXT.match(lines[i - 1]):
+            paragraph_start = None  # the line above is the heading's text
+            enter_heading(1 if underline.group(1)[0] == "=" else 2, lines[i - 1].strip())
+            blocks.append((offsets[i - 1], offsets[i] + len(line), path, True))
         elif not stripped:
             close_paragraph(i)
         elif paragraph_start is None:
