@@ -112,20 +112,22 @@ class Router:
     @property
     def _external(self) -> ConfiguredBackends:
         """The configured external backends (none is built or connected until used)."""
-        if self._configured is None:
-            from memrouter.backends.configured import ConfiguredBackends
+        with self._lock:  # one set per router, however many threads ask first
+            if self._configured is None:
+                from memrouter.backends.configured import ConfiguredBackends
 
-            self._configured = ConfiguredBackends(self.config.backends)
-        return self._configured
+                self._configured = ConfiguredBackends(self.config.backends)
+            return self._configured
 
     @property
     def _dense(self) -> DenseIndex:
         """The dense retriever, imported and built on first use (the model loads later still)."""
-        if self._dense_index is None:
-            from memrouter.index.dense import DenseIndex
+        with self._lock:
+            if self._dense_index is None:
+                from memrouter.index.dense import DenseIndex
 
-            self._dense_index = DenseIndex(self.config.index_dir, self.config.embedder)
-        return self._dense_index
+                self._dense_index = DenseIndex(self.config.index_dir, self.config.embedder)
+            return self._dense_index
 
     # -- index maintenance -------------------------------------------------
     def refresh(
