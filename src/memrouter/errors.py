@@ -3,15 +3,24 @@
 Everything the library raises on purpose descends from ``MemoryRouterError``::
 
     MemoryRouterError
-     +-- ConfigError            bad or contradictory configuration
-     +-- InvalidInput           bad name, query, front matter or argument
-     +-- NotFound               no memory (or key) by that name
-     +-- Conflict               the file changed since it was read (expected hash)
-     +-- IndexCorrupt           the index file is not ours or is damaged (rebuilt)
-     +-- BackendError           an external service failed
+     +-- ConfigError            bad or contradictory configuration          exit 2
+     +-- InvalidInput           bad name, query, front matter or argument   exit 2
+     +-- NotFound               no memory (or key) by that name             exit 1
+     +-- Conflict               the file changed since it was read          exit 1
+     +-- NotInstalled           an optional dependency or the model's files
+     |                          are missing (``hint`` says what to install)  exit 1
+     +-- StorageError           a local database (the index) could not be
+     |    |                     used: busy past the wait limit, read-only,
+     |    |                     an I/O error                                exit 4
+     |    +-- IndexBusy             transient: other processes held the
+     |    |                         write lock past the wait limit
+     |    +-- IndexCorrupt          the file is damaged or not ours (it is
+     |                              moved aside and rebuilt when that is safe)
+     +-- BackendError           an external service failed                  exit 3
           +-- BackendUnavailable     transient: down, refusing, timing out
           +-- BackendContractError   permanent: the reply broke the protocol
-          +-- BackendNotInstalled    an optional extra is missing (with a hint)
+          +-- BackendNotInstalled    a backend's optional extra is missing
+                                     (also a ``NotInstalled``)
 
 Dependencies' exceptions are translated at the boundary with ``raise ... from``.
 Only the CLI and the MCP server turn these into exit codes or tool errors; see
@@ -26,18 +35,27 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "Conflict",
+    "NotInstalled",
+    "StorageError",
+    "IndexBusy",
     "IndexCorrupt",
     "BackendError",
     "BackendUnavailable",
     "BackendContractError",
     "BackendNotInstalled",
     "exit_code_for",
+    "EXIT_OK",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "EXIT_BACKEND",
+    "EXIT_STORAGE",
 ]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BACKEND = 3
+EXIT_STORAGE = 4
 
 
 class MemoryRouterError(Exception):
@@ -60,7 +78,27 @@ class Conflict(MemoryRouterError):
     """A write was refused because the stored version changed meanwhile."""
 
 
-class IndexCorrupt(MemoryRouterError):
+class NotInstalled(MemoryRouterError):
+    """An optional dependency (or the embedding model's files) is not installed.
+
+    ``hint`` says what to install.
+    """
+
+    def __init__(self, component: str, hint: str) -> None:
+        super().__init__(f"{component!r} is not installed: {hint}")
+        self.component = component
+        self.hint = hint
+
+
+class StorageError(MemoryRouterError):
+    """A local database memrouter keeps (the index) could not be read or written."""
+
+
+class IndexBusy(StorageError):
+    """Other processes held the index's write lock past the wait limit; retrying may work."""
+
+
+class IndexCorrupt(StorageError):
     """The index file is damaged or was written by something else."""
 
 
@@ -76,19 +114,25 @@ class BackendContractError(BackendError):
     """The service answered, but not as its protocol says; retrying will not help."""
 
 
-class BackendNotInstalled(BackendError):
+class BackendNotInstalled(BackendError, NotInstalled):
     """The backend needs an optional dependency that is not installed."""
 
     def __init__(self, backend: str, hint: str) -> None:
-        super().__init__(f"backend {backend!r} is not installed: {hint}")
+        NotInstalled.__init__(self, backend, hint)
+        self.args = (f"backend {backend!r} is not installed: {hint}",)
         self.backend = backend
-        self.hint = hint
 
 
 def exit_code_for(error: BaseException) -> int:
-    """Map an error to the CLI exit code contract (0 ok, 1 failed, 2 usage, 3 backend)."""
+    """Map an error to the CLI exit code contract.
+
+    0 ok, 1 the operation failed, 2 bad usage or input, 3 an external
+    backend or protocol error, 4 the local index could not be used.
+    """
     if isinstance(error, (InvalidInput, ConfigError)):
         return EXIT_USAGE
     if isinstance(error, BackendError):
         return EXIT_BACKEND
+    if isinstance(error, StorageError):
+        return EXIT_STORAGE
     return EXIT_FAILED
