@@ -23,7 +23,7 @@ def test_every_file_is_indexed_under_its_full_name(corpus_router: Router) -> Non
     status = corpus_router.status()
     assert status["memories"]["total"] == 1026
     assert status["problems"] == {}
-    names = {item["name"] for item in corpus_router.list()}
+    names = {item.name for item in corpus_router.list()}
     assert {"ci-infrastructure-observations", "ci/ci-infrastructure-observations"} <= names
 
 

@@ -17,7 +17,7 @@ def test_save_get_list_delete_round_trip(router: Router, memories: Path) -> None
     assert stored.text.startswith("---\ntags:\n- zoo\nkind: fact\n---\n# Okapi facts\n")
     assert stored.hash == memory.hash
     assert [hit.name for hit in router.search("okapi", mode="lexical")] == ["zoo/okapi"]
-    assert [item["name"] for item in router.list("zoo/")] == ["zoo/okapi"]
+    assert [item.name for item in router.list("zoo/")] == ["zoo/okapi"]
     router.delete("zoo/okapi", reason="test")
     assert not (memories / "zoo").exists()
     assert router.search("okapi", mode="lexical") == []

@@ -90,13 +90,13 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
         parts = load_records(router._conn, "forgetful")["ops/flaky-runbook"].remote_ids
         assert len(parts) > 1
         assert not {f"forgetful:{i}" for i in parts} & {h.name for h in external}  # nor the split parts
-        raw = {h.name for h in router.search("flaky tests step rerun", limit=20, source="forgetful")}
+        raw = {h.name for h in router.search("flaky tests step rerun", limit=20, origin="forgetful")}
         assert {f"forgetful:{i}" for i in parts} & raw  # the service does return them; the merge drops them
         assert len(router.search("flaky tests", limit=3)) == 3
-        only = router.search("flaky tests", limit=5, source="canonical")
+        only = router.search("flaky tests", limit=5, origin="canonical")
         assert {h.source for h in only} == {"canonical"}
         # its own words find it first, whatever the service's similarity (word overlap or real embeddings)
-        remote = router.search(outside_text, limit=3, source="forgetful")
+        remote = router.search(outside_text, limit=3, origin="forgetful")
         assert remote[0].name == f"forgetful:{outside}"
         # a filter applies to the files only
         assert {h.source for h in router.search("flaky tests", limit=20, prefix="ci/")} == {"canonical"}
@@ -120,7 +120,7 @@ def test_a_backend_that_is_down_never_fails_a_default_search(tmp_path: Path, hea
     project = make_project(tmp_path, _down_config(kind, healed, stack))
     try:
         with open_router(project) as router:
-            expected = [h.name for h in router.search("flaky tests", limit=20, source="canonical")]
+            expected = [h.name for h in router.search("flaky tests", limit=20, origin="canonical")]
             hits = router.search("flaky tests", limit=20)
             assert [h.name for h in hits] == expected
             backend = router.backend("forgetful")
@@ -131,7 +131,7 @@ def test_a_backend_that_is_down_never_fails_a_default_search(tmp_path: Path, hea
             assert status["available"] is False and status["last_error"]
             assert status["endpoint"].startswith("http://127.0.0.1:") and status["age_s"] is not None
             with pytest.raises(BackendUnavailable):
-                router.search("flaky tests", source="forgetful")
+                router.search("flaky tests", origin="forgetful")
     finally:
         for manager in stack:
             manager.__exit__(None, None, None)  # type: ignore[attr-defined]

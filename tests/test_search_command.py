@@ -150,7 +150,7 @@ def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[
 
 def _console_script(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run what the ``memrouter`` script runs, listing every import on stderr (``-X importtime``)."""
-    code = f"import sys\nfrom memrouter.search_command import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
+    code = f"import sys\nfrom memrouter.console import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
     return subprocess.run([sys.executable, "-X", "importtime", "-c", code], text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
 
 

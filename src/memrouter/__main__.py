@@ -1,5 +1,5 @@
 """``python -m memrouter``: the same as the ``memrouter`` command."""
 
-from memrouter.search_command import main
+from memrouter.console import main
 
 main()

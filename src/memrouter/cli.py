@@ -1,7 +1,10 @@
-"""The ``memrouter`` command: a thin layer over the Router.
+"""The ``memrouter`` command group: a thin layer over the Router.
 
-Exit codes: 0 ok, 1 the operation failed, 2 bad usage or bad input, 3 a
-backend or protocol error. Errors print one clear line on stderr.
+The console script is ``memrouter.console:main``, which runs plain search
+command lines itself (``memrouter.search_command``) and hands everything else
+to this group. Exit codes: 0 ok, 1 the operation failed, 2 bad usage or bad
+input, 3 a backend or protocol error, 4 the local index could not be used.
+Errors print one clear line on stderr.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from memrouter.errors import MemoryRouterError, exit_code_for
+from memrouter.model import CHANNELS, KINDS, MODES, STATUSES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,8 +159,9 @@ class _progress_bar:
 
 @main.command()
 @click.argument("query")
-@click.option("--limit", "-n", type=click.IntRange(1, 200), default=10, show_default=True)
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "semantic"]), default=None,
+@click.option("--limit", "-n", type=click.IntRange(1, 200), default=None,
+              help="How many results (default from configuration: 10).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
               help="Retrieval mode (default from configuration: hybrid).")
 @click.option("--channel", multiple=True, help="Only these channels (repeatable).")
 @click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
@@ -165,14 +170,15 @@ class _progress_bar:
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
 @click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
 @click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
-@click.option("--source", default=None,
+@click.option("--origin", default=None,
               help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).")
+@click.option("--source", "source_alias", default=None, hidden=True)
 @FORMAT
 @pass_state
 def search(
     state: State,
     query: str,
-    limit: int,
+    limit: int | None,
     mode: str | None,
     channel: tuple[str, ...],
     kind: tuple[str, ...],
@@ -181,7 +187,8 @@ def search(
     tag: tuple[str, ...],
     prefix: str | None,
     content: bool,
-    source: str | None,
+    origin: str | None,
+    source_alias: str | None,
     fmt: str,
 ) -> None:
     """Find the memories that best match QUERY."""
@@ -190,7 +197,7 @@ def search(
     request = SearchRequest(
         query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
         kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
-        source=source, fmt=fmt,
+        origin=origin or source_alias, fmt=fmt,
     )  # fmt: skip
     code = run_search(request)
     if code:
@@ -213,36 +220,36 @@ def get(state: State, name: str, fmt: str) -> None:
 
 @main.command(name="list")
 @click.argument("prefix", required=False)
-@click.option("--channel", default=None, help="Only this channel.")
-@click.option("--kind", default=None, help="Only this kind.")
+@click.option("--channel", multiple=True, help="Only these channels (repeatable).")
+@click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
-@click.option("--status", default=None, help="Only this status.")
+@click.option("--status", "statuses", multiple=True, help=f"Only these statuses ({', '.join(STATUSES)}; repeatable).")
 @FORMAT
 @pass_state
 @handle_errors
 def list_(
-    state: State, prefix: str | None, channel: str | None, kind: str | None, tag: tuple[str, ...],
-    status: str | None, fmt: str,
+    state: State, prefix: str | None, channel: tuple[str, ...], kind: tuple[str, ...], tag: tuple[str, ...],
+    statuses: tuple[str, ...], fmt: str,
 ) -> None:  # fmt: skip
     """List memories (optionally those whose name starts with PREFIX)."""
-    items = state.router().list(prefix, channel, kind, tags=tag, status=status)
+    items = state.router().list(prefix, channels=channel, kinds=kind, tags=tag, statuses=statuses)
 
     def text() -> str:
         if not items:
             return "no memories"
-        return "\n".join(f"{item['name']}  {item['title']}" for item in items)
+        return "\n".join(f"{item.name}  {item.title}" for item in items)
 
-    emit(fmt, {"count": len(items), "memories": items}, text)
+    emit(fmt, {"count": len(items), "memories": [item.to_dict() for item in items]}, text)
 
 
 @main.command()
 @click.argument("name", required=False)
-@click.option("--file", "file_", type=click.File("r", encoding="utf-8"), help="Read the content from a file ('-' for stdin).")
+@click.option("--file", "file_", type=click.File("rb"), help="Read the content from a UTF-8 file ('-' for stdin).")
 @click.option("--content", "text_", default=None, help="The content itself.")
 @click.option("--title", default=None)
 @click.option("--tag", multiple=True, help="A tag (repeatable).")
-@click.option("--kind", default=None, help="adr, pattern, convention, decision, fact, incident, ...")
-@click.option("--channel", default=None, type=click.Choice(["long_term", "sprint", "team", "short_term"]))
+@click.option("--kind", default=None, help=f"{', '.join(KINDS[:6])}, ... (or your own)")
+@click.option("--channel", default=None, type=click.Choice(CHANNELS))
 @click.option("--scope", default=None, help="project, global or user:<id>.")
 @click.option("--source", default=None, help="Where it came from: ADR-005, a commit, a URL.")
 @click.option("--author", default=None, help="Who wrote it: user:alice, agent:x.")
@@ -261,12 +268,23 @@ def save(
 
     if (file_ is None) == (text_ is None):
         raise InvalidInput("give the content with exactly one of --file or --content")
-    content = file_.read() if file_ is not None else text_
+    content = _read_text(file_) if file_ is not None else text_
     memory = state.router().save(
         content, name, title=title, tags=tag or None, kind=kind, channel=channel, scope=scope,
         source=source, author=author, confidence=confidence, expected_hash=expected_hash,
     )  # fmt: skip
     emit(fmt, memory.to_dict(content=False), lambda: f"saved {memory.name} ({memory.hash[:12]})")
+
+
+def _read_text(stream: Any) -> str:
+    """A content file's text; ``InvalidInput`` when it is not UTF-8."""
+    from memrouter.errors import InvalidInput
+
+    raw = stream.read()
+    try:
+        return str(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"the content file is not UTF-8 text (byte {exc.start})") from exc
 
 
 @main.command()
@@ -377,7 +395,7 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 
 @main.command(name="eval")
 @click.argument("dataset", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--mode", type=click.Choice(["hybrid", "lexical", "semantic"]), default=None)
+@click.option("--mode", type=click.Choice(MODES), default=None)
 @click.option("--k", "ks", default="1,5,10", show_default=True, help="Cut-offs for recall@k.")
 @click.option("--details", is_flag=True, help="Also list the queries that missed (text format).")
 @FORMAT

@@ -23,17 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrouter.errors import ConfigError
+from memrouter.model import MODES
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Config", "SearchConfig", "find_project", "CONFIG_FILE", "STATE_DIR"]
+__all__ = ["Config", "IndexConfig", "SearchConfig", "find_project", "CONFIG_FILE", "STATE_DIR", "KNOWN_KEYS"]
 
 CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
-MODES = ("hybrid", "lexical", "semantic")
+RETRIEVERS = ("lexical", "dense")
+# Every key memrouter.toml may hold, by section; ``status`` reports any other
+# (a typo must not be silent). Backend sections are checked by their backend.
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "": ("search", "embed", "index", "backends"),
+    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval"),
+    "search.weights": RETRIEVERS,
+    "embed": ("model",),
+    "index": ("write_wait",),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +63,15 @@ class SearchConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class IndexConfig:
+    """How the index behaves among many processes."""
+
+    # Seconds a write waits for other processes' writes before giving up (the
+    # memory file is written regardless; the next refresh indexes it).
+    write_wait: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything a Router needs, resolved to absolute paths."""
 
@@ -63,6 +82,22 @@ class Config:
     embedder: str = "minilm"
     backends: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str | None = None
+    index: IndexConfig = field(default_factory=IndexConfig)
+    unknown_keys: tuple[str, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        """The settings in force, JSON-ready (for ``status``)."""
+        return {
+            "source": self.source,
+            "mode": self.search.mode,
+            "limit": self.search.limit,
+            "rrf_k": self.search.rrf_k,
+            "weights": dict(self.search.weights),
+            "refresh_interval": self.search.refresh_interval,
+            "embedder": self.embedder,
+            "write_wait": self.index.write_wait,
+            "unknown_keys": list(self.unknown_keys),
+        }
 
     @property
     def index_path(self) -> Path:
@@ -113,8 +148,12 @@ class Config:
         if not isinstance(backends, dict) or not all(isinstance(v, dict) for v in backends.values()):
             raise ConfigError(f"{source}: [backends.<name>] sections must be tables")
         backends = _backend_env(backends, env)
-        embedder = str(settings.get("embed", {}).get("model", "minilm"))
-        return cls(memories, state, project, search, embedder, backends, source)
+        embed = settings.get("embed", {})
+        if not isinstance(embed, dict):
+            raise ConfigError(f"{source}: [embed] must be a table")
+        embedder = str(embed.get("model", "minilm"))
+        index = _index_config(settings.get("index", {}))
+        return cls(memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings))
 
 
 def find_project(start: Path) -> Path | None:
@@ -184,6 +223,30 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
     if limit < 1 or rrf_k < 1 or interval < 0:
         raise ConfigError("[search] limit and rrf_k must be >= 1, refresh_interval >= 0")
     return SearchConfig(mode, limit, rrf_k, weights, interval)
+
+
+def _index_config(section: Any) -> IndexConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[index] must be a table")
+    try:
+        wait = float(section.get("write_wait", IndexConfig().write_wait))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[index] write_wait: {exc}") from exc
+    if not 0 < wait <= 3600:
+        raise ConfigError("[index] write_wait must be between 0 and 3600 seconds")
+    return IndexConfig(wait)
+
+
+def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:
+    """Keys of memrouter.toml that no section knows, as dotted paths."""
+    unknown: list[str] = []
+    for section, known in KNOWN_KEYS.items():
+        table: Any = settings
+        for part in section.split(".") if section else ():
+            table = table.get(part, {}) if isinstance(table, dict) else {}
+        if isinstance(table, dict):
+            unknown += [f"{section}.{key}" if section else key for key in table if key not in known]
+    return tuple(sorted(unknown))
 
 
 def _backend_env(backends: dict[str, dict[str, Any]], env: Mapping[str, str]) -> dict[str, dict[str, Any]]:

@@ -10,15 +10,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANNELS",
+    "KINDS",
+    "MODES",
     "STATUSES",
     "KIND_CHANNEL",
     "Memory",
+    "MemorySummary",
     "Match",
     "Hit",
     "Filters",
     "channel_for_kind",
 ]
 
+# The one list of each: the library, the CLI, the MCP server and the docs use these.
+MODES = ("hybrid", "lexical", "semantic")
 CHANNELS = ("long_term", "sprint", "team", "short_term")
 STATUSES = ("active", "obsolete", "pending_review")
 
@@ -43,6 +48,8 @@ KIND_CHANNEL: dict[str, str] = {
     "scratchpad": "short_term",
     "intermediate": "short_term",
 }
+# The kinds memrouter knows (any other kind is allowed and kept as written).
+KINDS = tuple(KIND_CHANNEL)
 
 
 def channel_for_kind(kind: str | None, name: str = "") -> str:
@@ -119,6 +126,34 @@ class Memory:
         if content:
             data["content"] = self.text
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySummary:
+    """One memory as listed: what the index knows of it, without its text."""
+
+    name: str
+    title: str
+    channel: str
+    kind: str | None
+    status: str
+    tags: tuple[str, ...]
+    hash: str
+    path: str
+    size: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "channel": self.channel,
+            "kind": self.kind,
+            "status": self.status,
+            "tags": list(self.tags),
+            "hash": self.hash,
+            "path": self.path,
+            "size": self.size,
+        }
 
 
 @dataclass(frozen=True, slots=True)

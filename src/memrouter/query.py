@@ -7,11 +7,24 @@ from collections.abc import Iterable
 
 from memrouter.errors import InvalidInput
 from memrouter.model import CHANNELS, STATUSES, Filters
+from memrouter.store.names import MAX_NAME_LENGTH
 
-__all__ = ["MAX_QUERY_LENGTH", "MAX_LIMIT", "check_query", "check_limit", "make_filters"]
+__all__ = [
+    "MAX_FILTER_CHARS",
+    "MAX_FILTER_VALUES",
+    "MAX_LIMIT",
+    "MAX_QUERY_LENGTH",
+    "check_limit",
+    "check_query",
+    "check_text",
+    "make_filters",
+]
 
 MAX_QUERY_LENGTH = 1000
 MAX_LIMIT = 200
+# Filters (channel, kind, scope, status, tag): the same limits in the library, the CLI and MCP.
+MAX_FILTER_VALUES = 20
+MAX_FILTER_CHARS = 100
 # Line breaks and tabs in a pasted query count as spaces.
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
 
@@ -44,20 +57,36 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+def check_text(label: str, value: object, max_chars: int = MAX_FILTER_CHARS) -> str:
+    """One filter value: printable text of at most ``max_chars`` characters, outer spaces removed."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{label} must be text, not {type(value).__name__}")
+    stripped = value.strip()
+    if not stripped:
+        raise InvalidInput(f"{label} must be non-empty text")
+    if len(stripped) > max_chars:
+        raise InvalidInput(f"{label} {stripped[:20]!r}... is longer than {max_chars} characters")
+    for char in stripped:
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            raise InvalidInput(f"{label} {stripped[:20]!r} holds a control character or a lone surrogate")
+    return stripped
+
+
 def _values(label: str, values: Iterable[str] | str | None, allowed: tuple[str, ...] | None) -> tuple[str, ...]:
     if values is None:
         return ()
     if isinstance(values, str):
         values = [values]
+    elif not isinstance(values, (list, tuple, set, frozenset)):
+        raise InvalidInput(f"{label} must be text or a list of text, not {type(values).__name__}")
+    values = list(values)
+    if len(values) > MAX_FILTER_VALUES:
+        raise InvalidInput(f"at most {MAX_FILTER_VALUES} {label} values at once (got {len(values)})")
     out: list[str] = []
     for value in values:
-        if not isinstance(value, str) or not value.strip():
-            raise InvalidInput(f"{label} must be non-empty text")
-        value = value.strip()
+        value = check_text(label, value)
         if allowed is not None and value not in allowed:
             raise InvalidInput(f"unknown {label} {value!r}; expected one of {', '.join(allowed)}")
-        if len(value) > 200:
-            raise InvalidInput(f"{label} {value[:20]!r}... is longer than 200 characters")
         out.append(value)
     return tuple(dict.fromkeys(out))
 
@@ -73,11 +102,7 @@ def make_filters(
 ) -> Filters:
     """Validated ``Filters`` from loose arguments (a single string or a list each)."""
     if prefix is not None:
-        if not isinstance(prefix, str):
-            raise InvalidInput("prefix must be text")
-        prefix = prefix.strip() or None
-        if prefix and (len(prefix) > 200 or any(unicodedata.category(c) == "Cc" for c in prefix)):
-            raise InvalidInput("prefix must be at most 200 printable characters")
+        prefix = check_text("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
     return Filters(
         channels=_values("channel", channels, CHANNELS),
         kinds=_values("kind", kinds, None),

@@ -1,64 +1,62 @@
 """The Router: one entry point over the canonical files, the index and the backends.
 
-It is the only place that knows more than one layer. Reads go to the files
-(the truth) or the index (derived from them); writes go to the files first,
-then the index is updated in the same call, so a write is visible at once.
+It only composes: the files are ``memrouter.store``'s, the index (its SQL, its
+locking and repair) ``memrouter.index``'s, the external services and their
+sync ``memrouter.backends`` and ``memrouter.sync``'s. A write goes to the file
+first (the truth), then to the index in the same call, both under the
+memory's lock, so it is visible at once; if the index is busy past its wait
+limit the write still stands and the next refresh indexes it.
+See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
-import re
 import sqlite3
 import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
 from memrouter.config import Config
-from memrouter.errors import InvalidInput, NotFound
-from memrouter.index import db
+from memrouter.errors import IndexCorrupt, InvalidInput, NotFound, StorageError
+from memrouter.index import db, queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
-from memrouter.index.lexical import LexicalIndex, filter_sql, snippet
-from memrouter.index.refresh import (
-    Progress,
-    RefreshReport,
-    delete_memory,
-    refresh_index,
-    upsert_memory,
-    write_transaction,
-)
+from memrouter.index.lexical import LexicalIndex, snippet
+from memrouter.index.refresh import Progress, RefreshReport, delete_memory, refresh_index, upsert_memory, write_transaction
 from memrouter.lazylog import LazyLogger
-from memrouter.model import CHANNELS, STATUSES, Filters, Hit, Match, Memory
+from memrouter.model import MODES, Filters, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters
-from memrouter.store.files import MemoryStore
+from memrouter.store.files import MemoryStore, Written
 from memrouter.store.names import validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Callable, Iterable
+    from typing import Any, TypeVar
 
     from memrouter.backends.configured import ConfiguredBackends
     from memrouter.index.dense import DenseIndex
     from memrouter.index.fusion import Fused
     from memrouter.store.watch import ChangeWatcher
 
-__all__ = ["Router"]
+    T = TypeVar("T")
+
+__all__ = ["Router", "CANONICAL"]
 
 log = LazyLogger(__name__)
 
 CANONICAL = "canonical"
-# Each retriever returns this many candidates before fusion (DESIGN.md "Retrieval").
+# Each retriever returns this many candidates before fusion (docs/architecture.md "Search").
 CANDIDATE_POOL = 50
-MAX_CONTENT_CHARS = 1_000_000
 
 
 class Router:
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it holds one index
-    connection and is safe to share between threads.
+    connection and is safe to share between threads, and any number of
+    processes may open the same root at once.
     """
 
     def __init__(self, config: Config, *, watch: bool = True) -> None:
@@ -66,8 +64,7 @@ class Router:
         readonly = not os.access(config.root, os.W_OK)
         self.store = MemoryStore(config.root, readonly=readonly)
         self._lock = RLock()
-        self._conn, warning = db.open_index(config.index_path)
-        self.warnings: list[str] = [warning] if warning else []
+        self._index = db.IndexFile(config.index_path, write_wait=config.index.write_wait)
         self._last_check = float("-inf")
         self._last_report: RefreshReport | None = None
         self._lexical = LexicalIndex()
@@ -78,6 +75,8 @@ class Router:
         self._watcher: ChangeWatcher | None = None
         # External backends, built from config.backends on first need (see _external).
         self._configured: ConfiguredBackends | None = None
+        # Writes whose file stands but whose index update waited too long (picked up by the next refresh).
+        self._unindexed: builtins.list[str] = []
 
     @classmethod
     def open(
@@ -101,13 +100,22 @@ class Router:
                 self._watcher.close()
             if self._configured is not None:
                 self._configured.close()
-            self._conn.close()
+            self._index.close()
 
     def __enter__(self) -> Router:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def _conn(self) -> db.IndexConnection:
+        return self._index.conn
+
+    @property
+    def warnings(self) -> builtins.list[str]:
+        """What went wrong with the index in this process (repairs, fallbacks)."""
+        return builtins.list(self._index.warnings)
 
     @property
     def _external(self) -> ConfiguredBackends:
@@ -126,10 +134,51 @@ class Router:
             if self._dense_index is None:
                 from memrouter.index.dense import DenseIndex
 
-                self._dense_index = DenseIndex(self.config.index_dir, self.config.embedder)
+                # An index in memory has its own generations: it must not share the file caches.
+                cache = None if self._index.in_memory else self.config.index_dir
+                self._dense_index = DenseIndex(cache, self.config.embedder)
             return self._dense_index
 
-    # -- index maintenance -------------------------------------------------
+    # -- the index: every use goes through _indexed -------------------------
+    def _indexed(self, work: Callable[[], T]) -> T:
+        """Run ``work`` against the index, answering damage with a repair and one retry.
+
+        A busy index is waited for inside ``work`` (``db.begin_immediate``);
+        any other SQLite error becomes a ``StorageError`` with a clear message.
+        """
+        from memrouter.index.postings import PostingsDamaged
+
+        with self._lock:
+            try:
+                return work()
+            except PostingsDamaged as exc:
+                log.warning("index %s: %s; rebuilding the postings", self.config.index_path, exc)
+                self._repair_postings()
+                return work()
+            except (sqlite3.DatabaseError, IndexCorrupt) as exc:
+                if not (db.is_damage(exc) or db.schema_damaged(self._conn)):
+                    raise db.storage_error(exc, self.config.index_path) from exc
+                self._recover(exc)
+            try:
+                return work()
+            except sqlite3.Error as exc:
+                raise db.storage_error(exc, self.config.index_path) from exc
+
+    def _recover(self, exc: BaseException) -> None:
+        """Damage found during use: repair the file (or fall back to memory) and forget every cache."""
+        self._index.recover(exc)
+        self._lexical = LexicalIndex()
+        self._dense_index = None
+        self._dense_checked = None
+        self._last_check = float("-inf")
+
+    def _repair_postings(self) -> None:
+        from memrouter.index.refresh import rebuild_postings
+
+        with db.transaction(self._conn):
+            rebuild_postings(self._conn)
+        self._lexical = LexicalIndex()
+
     def refresh(
         self,
         *,
@@ -141,21 +190,26 @@ class Router:
     ) -> RefreshReport:
         """Bring the index up to date with the files (incremental unless ``full``).
 
-        ``embed=True`` also embeds every memory that lacks current vectors
-        (building the dense index on first use); ``None`` does so only if
-        the dense index is already in use; ``reembed`` drops vectors made by
-        another model first.
+        ``full`` also re-reads every file, checks the database and rebuilds
+        the postings from the memory rows. ``embed=True`` also embeds every
+        memory that lacks current vectors (building the dense index on first
+        use); ``None`` does so only if the dense index is already in use;
+        ``reembed`` drops vectors made by another model first.
         """
         with self._lock:
-            report = self._refresh_lexical(full, progress)
-            if embed or reembed or (embed is None and self._dense.has_vectors(self._conn)):
-                self._dense.embed_pending(self._conn, progress=embed_progress, reembed=reembed)
-                self._dense_checked = self._generation()
+            report = self._indexed(lambda: self._refresh_lexical(full, progress))
+            if full:
+                self._indexed(self._check_deeply)
+            if embed or reembed or (embed is None and self._indexed(lambda: self._dense.has_vectors(self._conn))):
+                self._indexed(lambda: self._dense.embed_pending(self._conn, progress=embed_progress, reembed=reembed))
+                self._dense_checked = queries.generation(self._conn)
             return report
 
-    def _generation(self) -> str:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return str(row[0]) if row else "0"
+    def _check_deeply(self) -> None:
+        problems = db.integrity_problems(self._conn)
+        if problems:
+            raise IndexCorrupt(f"integrity check failed: {'; '.join(problems[:3])}")
+        self._repair_postings()
 
     def effective_mode(self, mode: str | None = None) -> str:
         """The mode a search will use.
@@ -166,54 +220,32 @@ class Router:
         for vectors explicitly and builds any that are missing.
         """
         mode = mode or self.config.search.mode
-        if mode not in ("hybrid", "lexical", "semantic"):
-            raise InvalidInput(f"unknown search mode {mode!r}; use hybrid, lexical or semantic")
+        if mode not in MODES:
+            raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
         if mode == "hybrid":
-            with self._lock:
-                return mode if self._dense.has_vectors(self._conn) else "lexical"
+            return mode if self._indexed(lambda: self._dense.has_vectors(self._conn)) else "lexical"
         return mode
 
     def _refresh_lexical(self, full: bool, progress: Progress | None) -> RefreshReport:
-        with self._lock:
-            if self._watch and self._watcher is None:
-                # Watch before scanning, so a change during the scan is seen next time.
-                from memrouter.store.watch import ChangeWatcher
+        if self._watch and self._watcher is None:
+            # Watch before scanning, so a change during the scan is seen next time.
+            from memrouter.store.watch import ChangeWatcher
 
-                self._watcher = ChangeWatcher(self.config.root)
-            try:
-                report = refresh_index(self._conn, self.store, full=full, progress=progress)
-            except sqlite3.DatabaseError as exc:
-                self._recover(exc)
-                report = refresh_index(self._conn, self.store, full=True, progress=progress)
-            self._last_check = time.monotonic()
-            self._last_report = report
-            self._record_problems(report)
-            return report
+            self._watcher = ChangeWatcher(self.config.root)
+        report = refresh_index(self._conn, self.store, full=full, progress=progress)
+        self._last_check = time.monotonic()
+        self._last_report = report
+        self._unindexed.clear()
+        if not self.store.readonly and self.store.stray_temps:
+            from memrouter.store.files import remove_stale_temps
 
-    def _recover(self, exc: sqlite3.DatabaseError) -> None:
-        """The index failed mid-use: set it aside and start again from the files."""
-        log.warning("index %s failed (%s); rebuilding from the memory files", self.config.index_path, exc)
-        self._conn.close()
-        path = self.config.index_path
-        if path.exists():
-            path.replace(path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
-        for suffix in ("-wal", "-shm"):
-            side = path.with_name(path.name + suffix)
-            if side.exists():
-                side.unlink()
-        self._conn, _ = db.open_index(path)
-        self.warnings.append(f"index {path} failed ({exc}); rebuilt from the memory files")
-
-    def _record_problems(self, report: RefreshReport) -> None:
-        unreadable = {name: problem for name, problem in report.problems.items() if "not indexed" in problem or "unreadable" in problem}
+            remove_stale_temps(self.config.root / ".memrouter-write" / "tmp", self.store.stray_temps)
+        unreadable = {n: p for n, p in report.problems.items() if "not indexed" in p or "unreadable" in p}
+        unreadable.update({f: "the name ends in .md twice; rename the file to one .md" for f in self.store.misnamed})
         if unreadable or report.changed or report.removed:
-            import json  # lazy, like every import a search with nothing changed does not need
-
-            self._conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('file_problems', ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (json.dumps(unreadable),),
-            )
+            with db.transaction(self._conn):
+                queries.record_file_problems(self._conn, unreadable)
+        return report
 
     def _ensure_fresh(self) -> None:
         """Refresh when files may have changed: always the first time, then on
@@ -233,7 +265,7 @@ class Router:
     def search(
         self,
         query: str,
-        limit: int = 10,
+        limit: int | None = None,
         mode: str | None = None,
         *,
         channels: Iterable[str] | str | None = None,
@@ -243,45 +275,45 @@ class Router:
         tags: Iterable[str] | str | None = None,
         prefix: str | None = None,
         content: bool = False,
-        source: str | None = None,
-    ) -> list[Hit]:
+        origin: str | None = None,
+    ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
-        ``source`` picks where results come from: ``None`` (the default) is
+        ``limit`` and ``mode`` default to the configuration's ``[search]``.
+        ``origin`` picks where results come from: ``None`` (the default) is
         the canonical results, then what healthy external backends add
         (never failing when one is down); ``"canonical"`` only the files; a
         backend's name only that backend (``BackendUnavailable`` if it is down).
+        Each hit's ``source`` says where it came from.
         """
         query = check_query(query)
-        limit = check_limit(limit)
-        mode = self.effective_mode(mode)
+        limit = check_limit(self.config.search.limit if limit is None else limit)
         filters = make_filters(
             channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
         )
-        if source is not None and source != CANONICAL:
-            return self._search_backend(source, query, limit, content)
-        with self._lock:
+        mode = self.effective_mode(mode)
+        if origin is not None and origin != CANONICAL:
+            return self._search_backend(origin, query, limit, content)
+
+        def canonical() -> builtins.list[Hit]:
             self._ensure_fresh()
             if mode != "lexical":
                 self._ensure_embedded()
-            try:
-                hits = self._search_canonical(query, limit, mode, filters, content)
-            except sqlite3.DatabaseError as exc:
-                self._recover(exc)
-                self.refresh(full=True)
-                hits = self._search_canonical(query, limit, mode, filters, content)
-        if source == CANONICAL or not self.config.backends or not filters.empty:
+            return self._search_canonical(query, limit, mode, filters, content)
+
+        hits = self._indexed(canonical)
+        if origin == CANONICAL or not self.config.backends or not filters.empty:
             return hits
         return self._augment(query, limit, hits, content)
 
-    def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> list[Hit]:
+    def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> builtins.list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
         pool = limit if mode == "lexical" else max(limit, CANDIDATE_POOL)
         lists = self._candidates(query, mode, filters, pool)
         fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
-        rows = self._rows([item.memory_id for item in fused])
+        rows = queries.hit_rows(self._conn, [item.memory_id for item in fused])
         hits = []
         for item in fused:
             row = rows.get(item.memory_id)
@@ -304,9 +336,9 @@ class Router:
             )
         return hits
 
-    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, list[Ranked]]:
+    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each."""
-        lists: dict[str, list[Ranked]] = {}
+        lists: dict[str, builtins.list[Ranked]] = {}
         if mode in ("hybrid", "lexical"):
             lists["lexical"] = self._lexical.search(self._conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
@@ -315,25 +347,19 @@ class Router:
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
-        with self._lock:
+
+        def measure() -> dict[str, Any]:
             self._ensure_fresh()
             return self._dense.measure_recall(self._conn, k=k, samples=samples)
 
+        return self._indexed(measure)
+
     def _ensure_embedded(self) -> None:
         """Embed memories added or changed since the last check (cheap when none)."""
-        generation = self._generation()
+        generation = queries.generation(self._conn)
         if generation != self._dense_checked:
             self._dense.embed_pending(self._conn)
             self._dense_checked = generation
-
-    def _rows(self, ids: list[int]) -> dict[int, sqlite3.Row]:
-        if not ids:
-            return {}
-        marks = ", ".join("?" * len(ids))
-        cursor = self._conn.execute(
-            f"SELECT id, name, title, channel, path, hash, kind, body FROM memories WHERE id IN ({marks})", ids
-        )
-        return {row["id"]: row for row in cursor}
 
     def _content_of(self, name: str) -> str | None:
         try:
@@ -348,38 +374,20 @@ class Router:
     def list(
         self,
         prefix: str | None = None,
-        channel: str | None = None,
-        kind: str | None = None,
         *,
+        channels: Iterable[str] | str | None = None,
+        kinds: Iterable[str] | str | None = None,
         tags: Iterable[str] | str | None = None,
-        status: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Summaries (name, title, channel, kind, status, tags, hash) of the indexed memories, by name."""
-        import json
+        statuses: Iterable[str] | str | None = None,
+    ) -> builtins.list[MemorySummary]:
+        """The indexed memories (optionally under ``prefix`` and passing the filters), by name."""
+        filters = make_filters(channels=channels, kinds=kinds, tags=tags, statuses=statuses, prefix=prefix)
 
-        filters = make_filters(channels=channel, kinds=kind, tags=tags, statuses=status, prefix=prefix)
-        with self._lock:
+        def listed() -> builtins.list[MemorySummary]:
             self._ensure_fresh()
-            where, params = filter_sql(filters)
-            rows = self._conn.execute(
-                "SELECT name, title, channel, kind, status, tags, hash, path, size FROM memories m "
-                f"WHERE 1{where} ORDER BY name",
-                params,
-            ).fetchall()
-        return [
-            {
-                "name": row["name"],
-                "title": row["title"],
-                "channel": row["channel"],
-                "kind": row["kind"],
-                "status": row["status"],
-                "tags": json.loads(row["tags"]),
-                "hash": row["hash"],
-                "path": row["path"],
-                "size": row["size"],
-            }
-            for row in rows
-        ]
+            return queries.summaries(self._conn, filters)
+
+        return self._indexed(listed)
 
     # -- writing -----------------------------------------------------------
     def save(
@@ -402,105 +410,61 @@ class Router:
     ) -> Memory:
         """Write a memory file (atomically) and index it.
 
-        Fields given here are set in the front matter; every other front-matter
-        key in ``content`` is kept as written. Without ``name``, one is made
-        from the title or the first heading. ``expected_hash`` (``""`` for
-        "must not exist") refuses to overwrite a concurrent change.
+        Fields given here are set in the front matter (``source`` is the
+        provenance: an ADR, a commit, a URL); every other front-matter key in
+        ``content`` is kept as written. Without ``name``, one is made from the
+        title or the first heading. ``expected_hash`` (``""`` for "must not
+        exist") refuses to overwrite a concurrent change: the check and the
+        write are one step, however many processes write.
         """
-        if not isinstance(content, str):
-            raise InvalidInput("content must be text")
-        if not content.strip():
-            raise InvalidInput("content must not be empty")
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInput(f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS}")
-        from memrouter.store import frontmatter
-        from memrouter.store.parse import first_heading
+        from memrouter.store.compose import compose
 
-        body = frontmatter.split(content)[1]
-        heading = first_heading(body)
-        if title is not None and heading is None and isinstance(title, str) and title.strip():
-            # Plain files are the norm: a title becomes the heading, not front matter.
-            content = _with_heading(content, title.strip())
-            heading = title = title.strip()
-        if title is not None and title == heading:
-            title = None
-        changes = _field_changes(
-            title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
+        name, text = compose(
+            content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
             source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
-        )
-        text = frontmatter.update(content, changes) if changes else content
-        if name is None:
-            name = _name_from(title or first_heading(frontmatter.split(text)[1]) or "")
-        name = validate_name(name, strict=False)
-        with self._lock:
-            memory = self.store.write(name, text, expected_hash=expected_hash)
-            self._index_file(memory)
-        return memory
+        )  # fmt: skip
+        if expected_hash is not None and not isinstance(expected_hash, str):
+            raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
+        with self._lock, self.store.lock(name):
+            written = self.store.write(name, text, expected_hash=expected_hash)
+            self._index_written(written)
+        return written.memory
 
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""
-        if reason is not None and (not isinstance(reason, str) or len(reason) > 2000):
-            raise InvalidInput("reason must be text of at most 2,000 characters")
-        with self._lock:
+        from memrouter.store.compose import check_reason
+
+        reason = check_reason(reason)
+        name = validate_name(name, strict=False)
+        with self._lock, self.store.lock(name):
             memory = self.store.delete(name, expected_hash=expected_hash)
-            with write_transaction(self._conn) as writer:
-                delete_memory(self._conn, writer, memory.name)
+            self._unindex(memory.name)
         log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
         return memory
 
-    def _index_file(self, memory: Memory) -> None:
-        stat = Path(memory.path).stat()
-        with write_transaction(self._conn) as writer:
-            upsert_memory(self._conn, writer, memory, stat.st_mtime_ns, stat.st_size)
+    def _index_written(self, written: Written) -> None:
+        """Index a memory just written; if the index cannot take it now, the file still stands."""
 
-    # -- reporting ---------------------------------------------------------
-    def status(self) -> dict[str, Any]:
-        """Counts, index freshness, problems and configuration, JSON-ready."""
-        import json
+        def upsert() -> None:
+            with write_transaction(self._conn) as writer:
+                upsert_memory(self._conn, writer, written.memory, written.mtime_ns, written.size)
 
-        with self._lock:
-            self._ensure_fresh()
-            conn = self._conn
-            total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-            by_channel = dict(conn.execute("SELECT channel, count(*) FROM memories GROUP BY channel").fetchall())
-            by_status = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
-            problems = {
-                row[0]: "; ".join(json.loads(row[1]))
-                for row in conn.execute("SELECT name, problems FROM memories WHERE problems != '[]' ORDER BY name")
-            }
-            stored = conn.execute("SELECT value FROM meta WHERE key = 'file_problems'").fetchone()
-            if stored:
-                problems.update(json.loads(stored[0]))
-            migrations = [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
-            dense = self._dense.status(conn).to_dict() | {"embedder": self.config.embedder}
-        index_path = self.config.index_path
-        report = self._last_report
-        return {
-            "root": str(self.config.root),
-            "project": str(self.config.project_dir) if self.config.project_dir else None,
-            "readonly": self.store.readonly,
-            "index": {
-                "path": str(index_path),
-                "size_bytes": index_path.stat().st_size if index_path.exists() else 0,
-                "schema": migrations,
-                "last_refresh": report.to_dict() if report else None,
-            },
-            "memories": {
-                "total": total,
-                "by_channel": {c: by_channel.get(c, 0) for c in CHANNELS},
-                "by_status": {s: by_status.get(s, 0) for s in STATUSES},
-            },
-            "problems": problems,
-            "warnings": list(self.warnings),
-            "dense": dense,
-            "config": {
-                "source": self.config.source,
-                "mode": self.config.search.mode,
-                "weights": dict(self.config.search.weights),
-                "refresh_interval": self.config.search.refresh_interval,
-            },
-            "backends": self.backend_status(),
-        }
+        self._index_or_defer(upsert, written.memory.name)
+
+    def _unindex(self, name: str) -> None:
+        def remove() -> None:
+            with write_transaction(self._conn) as writer:
+                delete_memory(self._conn, writer, name)
+
+        self._index_or_defer(remove, name)
+
+    def _index_or_defer(self, change: Callable[[], None], name: str) -> None:
+        try:
+            self._indexed(change)
+        except StorageError as exc:
+            log.warning("memory %s is written, but the index could not take it now (%s); the next refresh will", name, exc)
+            self._unindexed.append(name)
+            self._last_check = float("-inf")  # the next read refreshes first
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
     def edit(
@@ -514,14 +478,15 @@ class Router:
         """
         from memrouter.store.edit import replace_text
 
-        with self._lock:
+        name = validate_name(name, strict=False)
+        with self._lock, self.store.lock(name):
             memory = self.store.read(name)
             text, count = replace_text(
                 memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
             )
-            updated = self.store.write(memory.name, text, expected_hash=memory.hash)
-            self._index_file(updated)
-        return updated, count
+            written = self.store.write(memory.name, text, expected_hash=memory.hash)
+            self._index_written(written)
+        return written.memory, count
 
     def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
@@ -532,36 +497,83 @@ class Router:
         from memrouter.errors import Conflict
         from memrouter.store.edit import rewrite_references
 
+        source = validate_name(old, strict=False)
+        target = validate_name(new, strict=True)
+        if target == source:
+            raise InvalidInput(f"memory {source!r} already has that name")
         with self._lock:
-            memory = self.store.read(old)
-            target = validate_name(new, strict=True)
-            if target == memory.name:
-                raise InvalidInput(f"memory {memory.name!r} already has that name")
-            if self.store.current_hash(target) is not None:
-                raise Conflict(f"memory {target!r} already exists")
-            moved = self.store.write(target, memory.text, expected_hash="")
-            try:
-                self.store.delete(memory.name, expected_hash=memory.hash)
-            except (Conflict, NotFound):
-                self.store.delete(moved.name, expected_hash=moved.hash)
-                raise
-            with write_transaction(self._conn) as writer:
-                delete_memory(self._conn, writer, memory.name)
-            self._index_file(moved)
-            rewritten: list[str] = []
-            for stat in list(self.store.scan()):
+            with self.store.lock(source, target):
+                memory = self.store.read(source)
+                moved = self.store.write(target, memory.text, expected_hash="")
                 try:
-                    other = self.store.read(stat.name)
-                except (NotFound, InvalidInput):
-                    continue
-                text, count = rewrite_references(other.text, memory.name, moved.name)
-                if count:
-                    self._index_file(self.store.write(other.name, text, expected_hash=other.hash))
-                    rewritten.append(other.name)
-            if moved.name in rewritten:
-                moved = self.store.read(moved.name)
-        return moved, tuple(rewritten)
+                    self.store.delete(memory.name, expected_hash=memory.hash)
+                except (Conflict, NotFound):
+                    self.store.delete(moved.memory.name, expected_hash=moved.memory.hash)
+                    raise
+                self._unindex(memory.name)
+                self._index_written(moved)
+            rewritten: builtins.list[str] = []
+            for stat in builtins.list(self.store.scan()):
+                with self.store.lock(stat.name):
+                    try:
+                        other = self.store.read(stat.name)
+                    except (NotFound, InvalidInput):
+                        continue
+                    text, count = rewrite_references(other.text, memory.name, moved.memory.name)
+                    if count:
+                        self._index_written(self.store.write(other.name, text, expected_hash=other.hash))
+                        rewritten.append(other.name)
+            result = self.store.read(moved.memory.name) if moved.memory.name in rewritten else moved.memory
+        return result, tuple(rewritten)
 
+    # -- reporting ---------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Counts, index freshness and health, problems and configuration, JSON-ready."""
+
+        def gather() -> dict[str, Any]:
+            self._ensure_fresh()
+            conn = self._conn
+            return {
+                "memories": queries.counts(conn),
+                "problems": queries.problems(conn),
+                "schema": queries.migrations(conn),
+                "last_repair": self._index.last_repair(),
+                "dense": self._dense.status(conn).to_dict() | {"embedder": self.config.embedder},
+            }
+
+        found = self._indexed(gather)
+        index_path = self.config.index_path
+        report = self._last_report
+        index_mode = "file" if not self._index.in_memory else ("read-only copy in memory" if self._index.read_only else "memory")
+        warnings = self.warnings
+        if self._unindexed:
+            warnings.append(
+                f"{len(self._unindexed)} write(s) are saved as files but not yet indexed (the index was busy); "
+                "the next refresh indexes them"
+            )
+        warnings += [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
+        return {
+            "root": str(self.config.root),
+            "project": str(self.config.project_dir) if self.config.project_dir else None,
+            "readonly": self.store.readonly,
+            "index": {
+                "path": str(index_path),
+                "mode": index_mode,
+                "size_bytes": index_path.stat().st_size if index_path.exists() and not self._index.in_memory else 0,
+                "schema": found["schema"],
+                "last_refresh": report.to_dict() if report else None,
+                "busy_waits": self._conn.busy_waits,
+                "unindexed_writes": builtins.list(self._unindexed),
+                "last_repair": found["last_repair"],
+                "kept_damaged_files": self._index.kept_corrupt(),
+            },
+            "memories": found["memories"],
+            "problems": found["problems"],
+            "warnings": warnings,
+            "dense": found["dense"],
+            "config": self.config.summary(),
+            "backends": self.backend_status(),
+        }
 
     # -- external backends (memrouter.backends, memrouter.sync) -------------
     def backends(self) -> dict[str, Any]:
@@ -609,31 +621,25 @@ class Router:
                 self._external.note_error(backend, exc)
         if not external:
             return hits
-        with self._lock:
-            synced = {
+        synced = self._indexed(
+            lambda: {
                 name: mapped_remote_ids(self._conn, name, [hit.remote_id for hit in found])
                 for name, found in external.items()
             }
+        )
         return merge_hits(hits, external, limit, synced, content=content)
 
     def backend_status(self) -> builtins.list[dict[str, Any]]:
         """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
         if not self.config.backends:
             return []
-        return self._external.status(self._synced_count)
-
-    def _synced_count(self, backend: str) -> int:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (backend,)
-            ).fetchone()
-            return int(row[0])
+        return self._external.status(lambda backend: self._indexed(lambda: queries.synced_count(self._conn, backend)))
 
     def _current_hashes(self) -> dict[str, str]:
         """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
         with self._lock:
             self.refresh()
-            return {row[0]: row[1] for row in self._conn.execute("SELECT name, hash FROM memories")}
+            return self._indexed(lambda: queries.current_hashes(self._conn))
 
     def sync(
         self,
@@ -650,54 +656,20 @@ class Router:
         (the entries the pre-commit hook queued; removed once synced to every
         backend). See ``memrouter.sync.engine`` for the rules.
         """
-        from memrouter.sync.engine import Syncer
-        from memrouter.sync.queue import QUEUE_FILE, changes_from_entries, read_queue, remove_done, staged_changes
+        from memrouter.sync.run import run_sync
 
-        if changes not in ("all", "staged", "queue"):
-            raise InvalidInput(f"unknown change set {changes!r}; use all, staged or queue")
-        targets = self._external.for_sync(backend)
-        queue_path = self.config.index_dir / QUEUE_FILE
-        entries: builtins.list[dict[str, Any]] = []
-        listed: builtins.list[Any] = []
-        if changes == "staged":
-            listed = staged_changes(self.config.root)
-        elif changes == "queue":
-            entries = read_queue(queue_path)
-            listed = changes_from_entries(entries)
-        if changes != "all":
-            self._current_hashes()  # the index must know the files before state is compared
-        reports: builtins.list[Any] = []
-        source_repo = self.config.project_dir.name if self.config.project_dir else None
-        for target in targets:
-            syncer = Syncer(
-                target, self._conn, self.store.read, self._current_hashes, lock=self._lock,
-                project_dir=self.config.project_dir, source_repo=source_repo,
-            )  # fmt: skip
-            if changes == "all":
-                reports.append(syncer.sync_all(dry_run=dry_run, force=force))
-            else:
-                reports.append(syncer.run(listed, dry_run=dry_run, force=force))
-        if changes == "queue" and entries and not dry_run:
-            done = set.intersection(*(report.done for report in reports))
-            remove_done(queue_path, entries, done)
-        return reports
+        return run_sync(
+            self._external.for_sync(backend), self._conn, self.config, self.store.read, self._current_hashes,
+            self._lock, changes=changes, dry_run=dry_run, force=force,
+        )  # fmt: skip
 
     def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[dict[str, Any]]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
-        from memrouter.errors import BackendUnavailable
-        from memrouter.sync.validate import validate
+        from memrouter.sync.run import run_validate
 
         current = self._current_hashes()
-        reports: builtins.list[Any] = []
-        for target in self._external.for_sync(backend):
-            remote = None
-            if check_remote:
-                if not target.available(force=True):
-                    raise BackendUnavailable(f"{target.name} is unavailable at {target.endpoint}")
-                remote = target
-            with self._lock:
-                reports.append(validate(self._conn, target.name, current, remote=remote))
-        return reports
+        targets = self._external.for_sync(backend)
+        return run_validate(targets, self._conn, current, self._lock, check_remote=check_remote)
 
 
 def _dense_only_offset(item: Fused) -> int | None:
@@ -705,46 +677,3 @@ def _dense_only_offset(item: Fused) -> int | None:
     if item.offset is None or any(match.retriever == "lexical" for match in item.why):
         return None
     return item.offset
-
-
-def _with_heading(content: str, title: str) -> str:
-    from memrouter.store import frontmatter
-
-    raw, body = frontmatter.split(content)
-    if "\n" in title or "\r" in title:
-        raise InvalidInput("title must be a single line")
-    head = content[: len(content) - len(body)]
-    return f"{head}# {title}\n\n{body.lstrip()}"
-
-
-def _name_from(title: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:120].strip("-")
-    if not slug:
-        raise InvalidInput("give the memory a name, or content with a '# Title' heading or a title")
-    return slug
-
-
-def _field_changes(**fields: Any) -> dict[str, Any]:
-    changes: dict[str, Any] = {}
-    for key, value in fields.items():
-        if value is None:
-            continue
-        if key == "tags":
-            if isinstance(value, str):
-                value = [value]
-            value = [str(tag).strip() for tag in value if str(tag).strip()]
-        elif key == "channel" and value not in CHANNELS:
-            raise InvalidInput(f"unknown channel {value!r}; expected one of {', '.join(CHANNELS)}")
-        elif key == "status" and value not in STATUSES:
-            raise InvalidInput(f"unknown status {value!r}; expected one of {', '.join(STATUSES)}")
-        elif key == "confidence":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise InvalidInput("confidence must be a number between 0 and 1")
-            value = float(value)
-        elif not isinstance(value, str) or not value.strip():
-            raise InvalidInput(f"{key} must be non-empty text")
-        elif len(value) > 500:
-            raise InvalidInput(f"{key} is longer than 500 characters")
-        changes[key] = value
-    return changes
-

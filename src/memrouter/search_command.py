@@ -1,12 +1,13 @@
-"""``memrouter search``: the one implementation, and a fast path that skips click.
+"""``memrouter search``: the one implementation, and a parser for the fast path that skips click.
 
 Agents and hooks run ``memrouter search`` as a fresh process many times a
 day, so its start-up time is the latency they feel. Importing click and
 building the whole command group costs more than the search itself; the
-``memrouter`` console script (:func:`main`) therefore recognises a plain
-``search`` command line itself and hands everything else (other commands,
-``--help``, anything unusual or invalid) to the click group in ``cli.py``,
-which also calls :func:`run_search`. The recogniser only accepts what click
+console script (``memrouter.console``) therefore recognises a plain
+``search`` command line with :func:`parse_search_argv` and hands everything
+else (other commands, ``--help``, anything unusual or invalid) to the click
+group in ``cli.py``, which also calls :func:`run_search`. This module imports
+neither of them. The recogniser only accepts what click
 would accept and parse the same way; ``tests/test_search_command.py`` checks
 the two paths give identical results.
 """
@@ -18,11 +19,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memrouter.model import MODES
+from memrouter.query import MAX_LIMIT
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from typing import Any
 
-MODES = ("hybrid", "lexical", "semantic")
 FORMATS = ("text", "json")
 # option -> field of SearchRequest; every one takes a value
 _VALUE_OPTIONS = {
@@ -30,7 +33,8 @@ _VALUE_OPTIONS = {
     "-n": "limit",
     "--mode": "mode",
     "--prefix": "prefix",
-    "--source": "source",
+    "--origin": "origin",
+    "--source": "origin",  # the earlier spelling of --origin
     "--format": "fmt",
 }
 _MULTIPLE_OPTIONS = {
@@ -50,7 +54,7 @@ class SearchRequest:
     query: str
     root: str | None = None
     index_dir: str | None = None
-    limit: int = 10
+    limit: int | None = None
     mode: str | None = None
     channels: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
@@ -59,7 +63,7 @@ class SearchRequest:
     tags: tuple[str, ...] = ()
     prefix: str | None = None
     content: bool = False
-    source: str | None = None
+    origin: str | None = None
     fmt: str = "text"
 
 
@@ -82,7 +86,7 @@ def run_search(request: SearchRequest) -> int:
             hits = router.search(
                 request.query, limit=request.limit, mode=request.mode, channels=request.channels,
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
-                prefix=request.prefix, content=request.content, source=request.source,
+                prefix=request.prefix, content=request.content, origin=request.origin,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
             mode = router.effective_mode(request.mode)
@@ -163,8 +167,8 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
         return None
     for option, values in multiple.items():
         fields[option] = tuple(values)
-    limit = fields.pop("limit", "10")
-    return SearchRequest(query=queries[0], limit=int(limit), **fields)
+    limit = fields.pop("limit", None)
+    return SearchRequest(query=queries[0], limit=None if limit is None else int(limit), **fields)
 
 
 def _take_option(args: list[str], position: int) -> tuple[str, str, int] | None:
@@ -180,7 +184,7 @@ def _take_option(args: list[str], position: int) -> tuple[str, str, int] | None:
 def _valid(fields: Mapping[str, Any]) -> bool:
     """True when click would accept these values as they are."""
     limit = fields.get("limit", "10")
-    if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= 200):
+    if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= MAX_LIMIT):
         return False
     if fields.get("mode") not in (None, *MODES) or fields.get("fmt", "text") not in FORMATS:
         return False
@@ -190,23 +194,4 @@ def _valid(fields: Mapping[str, Any]) -> bool:
     return True
 
 
-def main() -> None:
-    """The ``memrouter`` console script."""
-    request = parse_search_argv(sys.argv[1:])
-    if request is None:
-        from memrouter.cli import main as cli_main
-
-        cli_main(prog_name="memrouter")
-        return
-    try:
-        code = run_search(request)
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
-        code = 1
-    # End without the interpreter's teardown: freeing every module object takes
-    # longer than the search itself, and the search has closed its index.
-    os._exit(code)
-
-
-__all__ = ["SearchRequest", "format_hits", "main", "parse_search_argv", "run_search"]
+__all__ = ["SearchRequest", "format_hits", "parse_search_argv", "run_search"]

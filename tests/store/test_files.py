@@ -38,7 +38,7 @@ def test_scan_does_not_follow_links_out_of_the_root(memories: Path, tmp_path: Pa
 def test_write_is_atomic_and_keeps_bytes_exactly(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     text = "# T\r\n\r\nCRLF kept, unicode kept: żółw 🐢\n"
-    memory = store.write("topic/new-one", text)
+    memory = store.write("topic/new-one", text).memory
     assert (tmp_path / "topic" / "new-one.md").read_bytes() == text.encode()
     assert memory.hash == content_hash(text)
     assert [p.name for p in (tmp_path / "topic").iterdir()] == ["new-one.md"]  # no temp files left
@@ -46,7 +46,7 @@ def test_write_is_atomic_and_keeps_bytes_exactly(tmp_path: Path) -> None:
 
 def test_expected_hash_refuses_a_concurrent_change(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
-    first = store.write("a", "# one\n")
+    first = store.write("a", "# one\n").memory
     (tmp_path / "a.md").write_text("# changed by hand\n")
     with pytest.raises(Conflict):
         store.write("a", "# two\n", expected_hash=first.hash)

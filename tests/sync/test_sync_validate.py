@@ -73,5 +73,5 @@ def test_sync_and_validate_over_stdio(tmp_path: Path) -> None:
         report = router.sync()[0]
         assert report.ok and len(report.created) == 6
         assert router.validate(check_remote=True)[0]["in_sync"] == 6
-        hits = router.search("payment suite timed out", limit=20, source="forgetful")
+        hits = router.search("payment suite timed out", limit=20, origin="forgetful")
         assert hits and hits[0].source == "forgetful"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrouter.errors import MemoryRouterError
+from memrouter.index.db import transaction
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical import filter_sql
 from memrouter.lazylog import LazyLogger
@@ -74,20 +75,21 @@ class DenseIndex:
 
     def __init__(
         self,
-        index_dir: Path,
+        index_dir: Path | None,
         embedder_name: str = "minilm",
         *,
         model_id: str | None = None,
         hnsw_threshold: int | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
     ) -> None:
+        # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
         self._factory = embedder_factory
         self._embedder: Embedder | None = None
         self._model_id = model_id
         self._hnsw_threshold = hnsw_threshold
-        self._generation: tuple[str, str] | None = None
+        self._generation: tuple[str, str, str] | None = None
         self._searcher: Any = None
         self._matrix: Any = None
         self._chunk_ids: Any = None
@@ -149,9 +151,8 @@ class DenseIndex:
         model, nothing: unchanged memories are never embedded twice).
         """
         if reembed:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("DELETE FROM chunks WHERE model != ?", (self.model_id,))
-            conn.execute("COMMIT")
+            with transaction(conn):
+                conn.execute("DELETE FROM chunks WHERE model != ?", (self.model_id,))
         todo = self.pending(conn)
         if not todo:
             return 0
@@ -170,11 +171,20 @@ class DenseIndex:
             pieces.extend((row["id"], row["hash"], ordinal, chunk) for ordinal, chunk in enumerate(chunks))
         texts = [chunk.embed_text for _, _, _, chunk in pieces]
         vectors = embed_many(embedder, texts, batch_size=32, progress=progress) if texts else None
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
+            # Only memories whose row still has the hash that was embedded: another
+            # process may have changed one meanwhile (it embeds its own version).
+            current = {
+                row[0]: row[1]
+                for row in conn.execute(
+                    f"SELECT id, hash FROM memories WHERE id IN ({', '.join('?' * len(todo))})", [r["id"] for r in todo]
+                )
+            } if len(todo) < 30000 else {row[0]: row[1] for row in conn.execute("SELECT id, hash FROM memories")}
+            fresh = [row for row in todo if current.get(row["id"]) == row["hash"]]
             conn.executemany(
-                "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(row["id"], self.model_id) for row in todo]
+                "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(row["id"], self.model_id) for row in fresh]
             )
+            keep = {row["id"] for row in fresh}
             conn.executemany(
                 "INSERT INTO chunks (memory_id, memory_hash, ordinal, start, end, heading, model, dimension, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -182,22 +192,19 @@ class DenseIndex:
                     (mid, digest, ordinal, chunk.start, chunk.end, chunk.heading, self.model_id,
                      embedder.dimension, vectors[i].tobytes())  # type: ignore[index]
                     for i, (mid, digest, ordinal, chunk) in enumerate(pieces)
+                    if mid in keep
                 ],
             )  # fmt: skip
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('dense_generation', '1') ON CONFLICT(key) DO UPDATE "
                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         return len(todo)
 
     # -- searching ---------------------------------------------------------
-    def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str]:
-        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation')"))
-        return rows.get("generation", "0"), rows.get("dense_generation", "0")
+    def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str, str]:
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation', 'epoch')"))
+        return rows.get("epoch", "0"), rows.get("generation", "0"), rows.get("dense_generation", "0")
 
     def _load(self, conn: sqlite3.Connection) -> None:
         """Gather the current vectors into one searchable matrix (once per generation)."""
@@ -208,11 +215,12 @@ class DenseIndex:
 
         from memrouter.index import vectors as vector_search
 
-        stem = f"dense-{_safe(self.model_id)}-{generation[0]}-{generation[1]}"
-        matrix_path = self.index_dir / f"{stem}.npy"
-        ids_path = self.index_dir / f"{stem}.ids.npy"
+        stem = f"dense-{_safe(self.model_id)}-{generation[0]}-{generation[1]}-{generation[2]}"
+        cache = self.index_dir
+        matrix_path = cache / f"{stem}.npy" if cache is not None else None
+        ids_path = cache / f"{stem}.ids.npy" if cache is not None else None
         matrix = chunk_ids = None
-        if matrix_path.is_file() and ids_path.is_file():
+        if matrix_path is not None and ids_path is not None and matrix_path.is_file() and ids_path.is_file():
             try:
                 matrix = vector_search.load_matrix(matrix_path)
                 chunk_ids = np.load(ids_path, allow_pickle=False)
@@ -228,19 +236,22 @@ class DenseIndex:
             dimension = self.embedder.dimension if not rows else len(rows[0][1]) // 4
             matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), dimension)
             chunk_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-            try:
-                for old in self.index_dir.glob(f"dense-{_safe(self.model_id)}-*.npy"):
-                    old.unlink()
-                vector_search.save_matrix(matrix_path, matrix)
-                np.save(ids_path, chunk_ids)
-            except OSError as exc:  # a read-only cache folder only costs speed
-                log.info("cannot cache dense matrix in %s: %s", self.index_dir, exc)
+            if cache is not None and matrix_path is not None and ids_path is not None:
+                try:
+                    for old in cache.glob(f"dense-{_safe(self.model_id)}-*.npy"):
+                        old.unlink(missing_ok=True)
+                    # The ids first: a reader that finds the matrix finds its ids too.
+                    vector_search.save_array(ids_path, chunk_ids)
+                    vector_search.save_matrix(matrix_path, matrix)
+                except OSError as exc:  # a read-only cache folder only costs speed
+                    log.info("cannot cache dense matrix in %s: %s", cache, exc)
         memory_of = dict(conn.execute("SELECT id, memory_id FROM chunks WHERE model = ?", (self.model_id,)))
         self._matrix = matrix
         self._chunk_ids = chunk_ids
         self._chunk_memory = np.fromiter((memory_of.get(int(c), -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
         options = {} if self._hnsw_threshold is None else {"hnsw_threshold": self._hnsw_threshold}
-        self._searcher = vector_search.open_searcher(matrix, hnsw_path=self.index_dir / f"{stem}.hnsw", **options)
+        hnsw_path = cache / f"{stem}.hnsw" if cache is not None else None
+        self._searcher = vector_search.open_searcher(matrix, hnsw_path=hnsw_path, **options)
         self._generation = generation
 
     def embed_query(self, query: str) -> NDArray[np.float32]:

@@ -127,7 +127,7 @@ class LexicalIndex:
             if blob is None:
                 self._contributions[term] = {}
                 continue
-            ids, tfs = decode(blob)
+            ids, tfs = decode(blob, term)
             df = len(ids)
             lift = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (K1 + 1.0)
             self._contributions[term] = {

@@ -1,10 +1,11 @@
 """Postings lists for lexical search, one row per term.
 
 Each term's row holds a blob: the memory ids (int32) followed by their
-weighted term frequencies (float32). One row per term keeps index builds
-fast (tens of thousands of rows, not hundreds of thousands) and lets a query
-fetch exactly the lists it needs. Changes are collected per transaction and
-applied term by term in ``flush``.
+weighted term frequencies (float32) and a CRC-32 of both, so damage inside a
+blob (which SQLite's own checks cannot see) is found when it is read. One row
+per term keeps index builds fast (tens of thousands of rows, not hundreds of
+thousands) and lets a query fetch exactly the lists it needs. Changes are
+collected per transaction and applied term by term in ``flush``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,17 @@ from __future__ import annotations
 import sqlite3
 import sys
 from array import array
+from zlib import crc32
 
-__all__ = ["PostingsWriter", "decode", "encode"]
+from memrouter.errors import IndexCorrupt
+
+__all__ = ["PostingsDamaged", "PostingsWriter", "decode", "encode"]
 
 _BATCH = 500
+
+
+class PostingsDamaged(IndexCorrupt):
+    """A postings blob failed its length or checksum test (rebuilt from the memory rows)."""
 
 
 def encode(postings: dict[int, float]) -> bytes:
@@ -24,16 +32,22 @@ def encode(postings: dict[int, float]) -> bytes:
     if sys.byteorder != "little":
         ids.byteswap()
         tfs.byteswap()
-    return ids.tobytes() + tfs.tobytes()
+    data = ids.tobytes() + tfs.tobytes()
+    return data + crc32(data).to_bytes(4, "little")
 
 
-def decode(blob: bytes) -> tuple[array[int], array[float]]:
-    """The ids and term frequencies stored in one blob."""
-    half = len(blob) // 2
+def decode(blob: bytes, term: str = "?") -> tuple[array[int], array[float]]:
+    """The ids and term frequencies stored in one blob; ``PostingsDamaged`` if it fails its checks."""
+    if len(blob) % 8 != 4:
+        raise PostingsDamaged(f"postings of {term!r} have a bad length ({len(blob)} bytes)")
+    data = blob[:-4]
+    if crc32(data) != int.from_bytes(blob[-4:], "little"):
+        raise PostingsDamaged(f"postings of {term!r} fail their checksum")
+    half = len(data) // 2
     ids = array("i")
-    ids.frombytes(blob[:half])
+    ids.frombytes(data[:half])
     tfs = array("f")
-    tfs.frombytes(blob[half:])
+    tfs.frombytes(data[half:])
     if sys.byteorder != "little":
         ids.byteswap()
         tfs.byteswap()
@@ -71,7 +85,7 @@ class PostingsWriter:
                 postings: dict[int, float] = {}
                 blob = current.get(term)
                 if blob is not None:
-                    ids, tfs = decode(blob)
+                    ids, tfs = decode(blob, term)
                     postings = dict(zip(ids, tfs))
                 for memory_id in self._removed.get(term, ()):
                     postings.pop(memory_id, None)

@@ -8,6 +8,7 @@ never sees half of it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -15,12 +16,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memrouter.index.db import iter_memory_rows, transaction
 from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
 from memrouter.model import Memory
 from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore
 
-__all__ = ["RefreshReport", "refresh_index", "upsert_memory", "delete_memory", "write_transaction", "Progress"]
+__all__ = [
+    "Progress",
+    "RefreshReport",
+    "delete_memory",
+    "rebuild_postings",
+    "refresh_index",
+    "upsert_memory",
+    "write_transaction",
+]
 
 Progress = Callable[[int, int], None]
 
@@ -54,17 +64,44 @@ class RefreshReport:
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[PostingsWriter]:
     """One write transaction: yields the postings writer, then flushes it,
-    bumps the index generation (which readers' caches key on) and commits."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    bumps the index generation (which readers' caches key on) and commits.
+
+    Waiting for other processes' writes is ``memrouter.index.db.begin_immediate``'s job.
+    """
+    with transaction(conn):
         writer = PostingsWriter()
         yield writer
         writer.flush(conn)
-        conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'")
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+        bump_generation(conn)
+
+
+def bump_generation(conn: sqlite3.Connection) -> None:
+    conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'")
+
+
+def rebuild_postings(conn: sqlite3.Connection) -> int:
+    """Recompute every memory's terms and the whole postings table from the memory rows.
+
+    Runs inside the caller's transaction; returns the number of memories.
+    The files are not read: the rows hold every field the terms come from.
+    """
+    import json
+
+    conn.execute("DELETE FROM terms")
+    writer = PostingsWriter()
+    count = 0
+    for row in iter_memory_rows(conn):
+        memory = Memory(
+            name=row["name"], path="", text="", hash="", body=row["body"], title=row["title"],
+            tags=tuple(json.loads(row["tags"])),
+        )  # fmt: skip
+        terms, length = document_terms(memory)
+        conn.execute("UPDATE memories SET terms = ?, length = ? WHERE id = ?", (" ".join(terms), length, row["id"]))
+        writer.add(row["id"], terms)
+        count += 1
+    writer.flush(conn)
+    bump_generation(conn)
+    return count
 
 
 def upsert_memory(
@@ -175,8 +212,9 @@ def refresh_index(
             if progress is not None:
                 progress(done, len(candidates))
         for name in gone:
-            delete_memory(conn, writer, name)
-            report.removed.append(name)
+            # Another process may have written it since the scan: its file wins.
+            if not store.exists(name) and delete_memory(conn, writer, name):
+                report.removed.append(name)
     report.took_ms = (time.perf_counter() - started) * 1000
     return report
 
@@ -206,8 +244,20 @@ def _refresh_one(
         )
         report.unchanged += 1
         return
+    if _stat_of(stat.path) != (stat.mtime_ns, stat.size):
+        # Changed again since the scan (another process is writing it): the
+        # writer indexes its own version, or the next refresh sees the new stat.
+        return
     memory = store.parse_bytes(stat.name, stat.path, raw)
     if memory.problems:
         report.problems[stat.name] = "; ".join(memory.problems)
     upsert_memory(conn, writer, memory, stat.mtime_ns, stat.size)
     (report.added if seen is None else report.updated).append(stat.name)
+
+
+def _stat_of(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size

@@ -233,8 +233,15 @@ class HnswSearch:
         return cls(index, matrix)
 
     def save(self, path: Path) -> None:
-        """Write the graph to ``path`` (rebuildable, so no atomicity games needed)."""
-        self._index.save(str(path))
+        """Write the graph to ``path`` with one atomic rename: other processes may be loading it."""
+        import os
+
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            self._index.save(str(temporary))
+            os.replace(temporary, path)
+        finally:
+            temporary.unlink(missing_ok=True)
 
     @property
     def size(self) -> int:
@@ -359,17 +366,21 @@ def recall_at_k(
 
 def save_matrix(path: Path, vectors: Any) -> None:
     """Write vectors as a ``.npy`` float32 file (atomic replace), for ``load_matrix``."""
+    save_array(path, _as_float32_matrix(vectors))
+
+
+def save_array(path: Path, array: Any) -> None:
+    """Write a numpy array as a ``.npy`` file with one atomic rename (readers never see half)."""
     import os
     import tempfile
 
     import numpy as np
 
-    matrix = _as_float32_matrix(vectors)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".vectors-", suffix=".npy")
     try:
         with os.fdopen(handle, "wb") as stream:
-            np.save(stream, np.ascontiguousarray(matrix))
+            np.save(stream, np.ascontiguousarray(array))
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

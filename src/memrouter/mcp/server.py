@@ -136,18 +136,18 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
     @tool(_READ, structured=False)
     async def search_memory(
         query: str,
-        limit: int = 10,
-        mode: Literal["hybrid", "lexical", "semantic"] = "hybrid",
+        limit: int | None = None,
+        mode: Literal["hybrid", "lexical", "semantic"] | None = None,
         channels: list[str] | None = None,
         kinds: list[str] | None = None,
         tags: list[str] | None = None,
     ) -> CallToolResult:
-        """Search project memories. Returns names, titles, snippets and why each matched; read one with get_memory."""
+        """Search project memories (limit and mode default to the project's settings). Returns names, titles, snippets and why each matched; read one with get_memory."""
 
         def body() -> CallToolResult:
             return _run(lambda: service.search(query, limit, mode, channels, kinds, tags))
 
-        if mode == "lexical":
+        if (mode or service.router.config.search.mode) == "lexical":
             # A lexical search takes a millisecond or two: a hop to a worker
             # thread would cost about as much again, so it runs right here.
             return body()

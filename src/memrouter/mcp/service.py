@@ -18,13 +18,14 @@ Two families of tools share the same files:
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.model import CHANNELS, Memory
-from memrouter.router import MAX_CONTENT_CHARS, Router
+from memrouter.query import MAX_FILTER_VALUES, check_text
+from memrouter.router import Router
+from memrouter.store.compose import MAX_CONTENT_CHARS
 from memrouter.session.git import GitSession
 from memrouter.session.task import TaskContextStore
 from memrouter.store.edit import replace_text
@@ -34,13 +35,10 @@ from memrouter.store.names import normalize_name, validate_name
 __all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
 
 GLOBAL_TOPIC = "global"
-MAX_FILTER_VALUES = 20
-MAX_FILTER_CHARS = 100
 RECENT_LIMIT = 20
 KIND_RESOURCES = {"conventions": ("convention",), "decisions": ("decision", "adr")}
 # Memory bodies returned by one resource read, at most.
 RESOURCE_MAX_CHARS = 200_000
-_FILTER_VALUE = re.compile(r"[^\x00-\x1f\x7f-]([^\x00-\x1f\x7f]*[^\x00-\x1f\x7f ])?")
 
 
 class MemoryService:
@@ -60,13 +58,17 @@ class MemoryService:
     def search(
         self,
         query: str,
-        limit: int = 10,
-        mode: str = "hybrid",
+        limit: int | None = None,
+        mode: str | None = None,
         channels: list[str] | None = None,
         kinds: list[str] | None = None,
         tags: list[str] | None = None,
     ) -> dict[str, Any]:
-        """The best memories for ``query``: name, title, score, snippet and why each matched."""
+        """The best memories for ``query``: name, title, score, snippet and why each matched.
+
+        ``limit`` and ``mode`` default to the project's configuration.
+        """
+        mode = self.router.effective_mode(mode)
         hits = self.router.search(
             query,
             limit=limit,
@@ -181,7 +183,7 @@ class MemoryService:
             raise InvalidInput(f"unknown channel {channel!r}; expected one of {', '.join(CHANNELS)}")
         if kind is not None:
             _filter_values("kind", [kind])
-        names = [item["name"] for item in self.router.list(prefix, channel, kind)]
+        names = [item.name for item in self.router.list(prefix, channels=channel, kinds=kind)]
         if include_global and self.global_store is not None:
             names += [f"{GLOBAL_TOPIC}/{stat.name}" for stat in self.global_store.scan()]
         return _memory_list(names)
@@ -236,13 +238,13 @@ class MemoryService:
         stats = sorted(self.router.store.scan(), key=lambda stat: stat.mtime_ns, reverse=True)[:limit]
         from datetime import datetime, timezone
 
-        titles = {item["name"]: item for item in self.router.list()}
+        listed = {item.name: item for item in self.router.list()}
         return {
             "memories": [
                 {
                     "name": stat.name,
-                    "title": titles.get(stat.name, {}).get("title"),
-                    "kind": titles.get(stat.name, {}).get("kind"),
+                    "title": listed[stat.name].title if stat.name in listed else None,
+                    "kind": listed[stat.name].kind if stat.name in listed else None,
                     "modified": datetime.fromtimestamp(stat.mtime_ns / 1e9, timezone.utc).isoformat(timespec="seconds"),
                 }
                 for stat in stats
@@ -255,10 +257,10 @@ class MemoryService:
         memories: list[dict[str, Any]] = []
         budget = RESOURCE_MAX_CHARS
         truncated = False
-        items = sorted((item for kind in kinds for item in self.router.list(kind=kind)), key=lambda i: i["name"])
+        items = self.router.list(kinds=kinds)
         for item in items:
             try:
-                memory = self.router.get(item["name"])
+                memory = self.router.get(item.name)
             except NotFound:
                 continue
             if len(memory.text) > budget:
@@ -304,19 +306,14 @@ def _memory_list(names: Iterable[str]) -> str:
 
 
 def _filter_values(label: str, values: list[str] | str | None) -> list[str] | None:
-    """Filter lists from agents: at most 20 short values of plain characters."""
+    """Filter lists from agents, with the library's limits (``memrouter.query``)."""
     if values is None:
         return None
     if isinstance(values, str):
         values = [values]
     if len(values) > MAX_FILTER_VALUES:
         raise InvalidInput(f"{label}: at most {MAX_FILTER_VALUES} values")
-    for value in values:
-        if not isinstance(value, str) or len(value) > MAX_FILTER_CHARS or not _FILTER_VALUE.fullmatch(value):
-            raise InvalidInput(
-                f"{label}: {value!r} is not a valid value (printable text of at most {MAX_FILTER_CHARS} characters)"
-            )
-    return values or None
+    return [check_text(label, value) for value in values] or None
 
 
 def _compact(data: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -1,16 +1,27 @@
 """The canonical layer: markdown files under the memories root.
 
-Reads never change a file. Writes are atomic: the new text goes to a
-temporary file in the same folder, is flushed to disk, and replaces the old
-file with one rename, so a reader sees the old or the new file, never half of
-one. A write may carry the hash the caller last saw; if the file changed
-since, the write is refused with ``Conflict``.
+Reads never change a memory file. Writes are atomic and safe between
+processes:
+
+- every change of a memory holds that memory's lock (``fcntl.flock`` on a
+  lock file) from the hash check to the rename, so two writers that both
+  pass ``expected_hash`` get one success and one ``Conflict``, never two
+  successes, and no acknowledged write is lost;
+- the new text goes to a temporary file, is flushed to disk, and replaces
+  the old file with one rename, so a reader sees the old or the new file,
+  never half of one.
+
+Lock and temporary files live in ``<root>/.memrouter-write/``, which holds a
+``.gitignore`` of ``*`` (git never picks them up) and is skipped by every scan
+(it starts with a dot). Temporary files left by a killed writer are removed by
+the next writer.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat as stat_module
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,9 +33,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["FileStat", "MemoryStore", "decode", "MAX_FILE_BYTES"]
+__all__ = ["FileStat", "MemoryStore", "Written", "WRITE_AREA", "decode", "read_regular", "MAX_FILE_BYTES"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+WRITE_AREA = ".memrouter-write"
+# A temporary file whose writer is gone, or older than this, is removed (seconds).
+STALE_TEMP_AGE = 3600.0
+_TEMP_SUFFIX = ".tmp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +52,15 @@ class FileStat:
     size: int
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A memory as just written, with the stat of the very file this write made."""
+
+    memory: Memory
+    mtime_ns: int
+    size: int
+
+
 def decode(raw: bytes) -> tuple[str, str | None]:
     """Decode file bytes as UTF-8; undecodable bytes are replaced and reported."""
     try:
@@ -45,12 +69,45 @@ def decode(raw: bytes) -> tuple[str, str | None]:
         return raw.decode("utf-8", errors="replace"), f"not valid UTF-8 (byte {exc.start}); read with replacements"
 
 
+def read_regular(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file; ``IsADirectoryError`` or ``OSError(EINVAL)`` for anything else.
+
+    Opened without blocking, so a FIFO or device named ``*.md`` is refused
+    instead of hanging the reader.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat_module.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a folder", str(path))
+        if not stat_module.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if limit is not None and sum(map(len, chunks)) > limit:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class MemoryStore:
     """The memories root on disk: scan, read, write and delete memory files."""
 
     def __init__(self, root: Path, *, readonly: bool = False) -> None:
         self.root = root
         self.readonly = readonly
+        # Files named ``*.md.md`` (no name reaches them: ``x.md`` means ``x``) and
+        # temporary files of an older memrouter, seen by the last scan.
+        self.misnamed: list[str] = []
+        self.stray_temps: list[str] = []
+        self._held: dict[str, int] = {}  # name -> lock fd, for locks this store holds now
+        self._doomed: set[str] = set()  # names whose lock file goes when released (deleted memories)
+        self._cleaned = False
 
     # -- reading -----------------------------------------------------------
     def scan(self) -> Iterator[FileStat]:
@@ -68,6 +125,8 @@ class MemoryStore:
         stays close to the bare system calls and builds no records.
         """
         found: list[tuple[str, str, int, int]] = []
+        misnamed: list[str] = []
+        stray: list[str] = []
         resolved_root: Path | None = None
         stack: list[tuple[str, str]] = [(str(self.root), "")]
         while stack:
@@ -79,6 +138,8 @@ class MemoryStore:
             for entry in entries:
                 entry_name = entry.name
                 if entry_name[0] == ".":
+                    if entry_name.endswith(_TEMP_SUFFIX) and SUFFIX + "." in entry_name:
+                        stray.append(entry.path)  # ``.<name>.md.<random>.tmp`` of an older writer
                     continue
                 try:
                     if entry.is_symlink():
@@ -95,22 +156,36 @@ class MemoryStore:
                     stat = entry.stat()
                 except OSError:
                     continue
+                if entry_name.endswith(SUFFIX + SUFFIX):
+                    misnamed.append(prefix + entry_name)
+                    continue
                 found.append((prefix + entry_name[:-3], entry.path, stat.st_mtime_ns, stat.st_size))
+        self.misnamed = misnamed
+        self.stray_temps = stray
         return found
 
     def path_for(self, name: str, *, strict: bool = False) -> Path:
         """The file for ``name``; existing files may have looser names than new ones."""
         return path_for_name(self.root, name, strict=strict)
 
+    def exists(self, name: str) -> bool:
+        """True when ``name``'s file is there (a regular file or a link to one)."""
+        try:
+            return self.path_for(name).is_file()
+        except (InvalidInput, OSError):
+            return False
+
     def read_bytes(self, name: str) -> bytes:
         path = self.path_for(name)
         try:
-            return path.read_bytes()
+            return read_regular(path)
         except FileNotFoundError as exc:
             raise NotFound(f"memory {validate_name(name, strict=False)!r} not found") from exc
         except IsADirectoryError as exc:
             raise NotFound(f"memory {name!r} not found ({name!r} is a folder)") from exc
         except OSError as exc:
+            if exc.errno == errno.EINVAL:
+                raise NotFound(f"memory {name!r} not found ({path.name} is not a regular file)") from exc
             raise MemoryRouterError(f"cannot read memory {name!r}: {exc.strerror or exc}") from exc
 
     def read(self, name: str) -> Memory:
@@ -145,34 +220,101 @@ class MemoryStore:
         # Equal to content_hash(text) for UTF-8 files; the stored bytes otherwise.
         return sha256_hex(raw)
 
+    # -- locking -------------------------------------------------------------
+    def lock(self, *names: str) -> _MemoryLocks:
+        """Hold the locks of ``names`` (validated names) for a ``with`` block.
+
+        Locks are taken in sorted order (no deadlock between two writers of
+        the same pair) and are re-entrant within this store, so a caller may
+        hold a memory's lock around several writes and its index update.
+        """
+        return _MemoryLocks(self, sorted(set(names)))
+
+    def _acquire(self, name: str) -> bool:
+        """Take ``name``'s lock unless this store holds it already; True if taken now."""
+        if name in self._held:
+            return False
+        import fcntl  # lazy: only writes lock
+
+        path = self._locks_dir() / f"{_lock_key(name)}.lock"
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                # A deleting writer unlinks the lock file while holding it: a
+                # waiter that got the old file must take the new one instead.
+                if os.path.samestat(os.fstat(fd), os.stat(path)):
+                    self._held[name] = fd
+                    return True
+            except FileNotFoundError:
+                pass
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)
+
+    def _release(self, name: str) -> None:
+        fd = self._held.pop(name, None)
+        if fd is None:
+            return
+        if name in self._doomed:
+            self._doomed.discard(name)
+            (self._locks_dir() / f"{_lock_key(name)}.lock").unlink(missing_ok=True)
+        os.close(fd)  # closing drops the flock
+
+    def _work_dir(self) -> Path:
+        area = self.root / WRITE_AREA
+        if not area.is_dir():
+            area.mkdir(exist_ok=True)
+            ignore = area / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# memrouter's lock and temporary files: never commit them\n*\n")
+        return area
+
+    def _locks_dir(self) -> Path:
+        folder = self._work_dir() / "locks"
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    def _temp_dir(self) -> Path:
+        folder = self._work_dir() / "tmp"
+        folder.mkdir(exist_ok=True)
+        if not self._cleaned:
+            self._cleaned = True
+            remove_stale_temps(folder, self.stray_temps)
+        return folder
+
     # -- writing -----------------------------------------------------------
     def _check_writable(self) -> None:
         if self.readonly:
             raise InvalidInput(f"the memories root {self.root} is read-only")
 
-    def write(self, name: str, text: str, *, expected_hash: str | None = None) -> Memory:
+    def write(self, name: str, text: str, *, expected_hash: str | None = None) -> Written:
         """Atomically write ``text`` as memory ``name`` (a new, strictly valid name or an existing file).
 
         ``expected_hash`` is the hash the caller last read, or ``""`` to
-        require that the memory does not exist yet.
+        require that the memory does not exist yet; the check and the rename
+        happen under the memory's lock.
         """
         self._check_writable()
-        if "\x00" in text:
-            raise InvalidInput("memory content must not contain NUL characters")
+        from memrouter.store.compose import check_content
+
+        check_content(text)
+        data = text.encode("utf-8")
         path = self._path_for_write(name)
         name = name_for_path(self.root, path)
-        if expected_hash is not None:
-            current = self.current_hash(name)
-            if (current or "") != expected_hash:
-                state = "does not exist" if current is None else f"has hash {current[:12]}"
-                raise Conflict(
-                    f"memory {name!r} changed since it was read (it now {state}); read it again and retry"
-                )
-        from memrouter.store.parse import parse_memory
+        with self.lock(name):
+            if expected_hash is not None:
+                current = self.current_hash(name)
+                if (current or "") != expected_hash:
+                    state = "does not exist" if current is None else f"has hash {current[:12]}"
+                    raise Conflict(
+                        f"memory {name!r} changed since it was read (it now {state}); read it again and retry"
+                    )
+            from memrouter.store.parse import parse_memory
 
-        data = text.encode("utf-8")
-        _atomic_write(path, data)
-        return parse_memory(name, str(path), text)
+            mtime_ns, size = _atomic_write(path, data, self._temp_dir())
+            return Written(parse_memory(name, str(path), text), mtime_ns, size)
 
     def _path_for_write(self, name: str) -> Path:
         strict_error: InvalidInput | None = None
@@ -189,41 +331,144 @@ class MemoryStore:
     def delete(self, name: str, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and return what it held (for the caller's records)."""
         self._check_writable()
-        memory = self.read(name)
-        if expected_hash is not None and memory.hash != expected_hash:
-            raise Conflict(f"memory {memory.name!r} changed since it was read; read it again and retry")
-        try:
-            Path(memory.path).unlink()
-        except FileNotFoundError as exc:
-            raise NotFound(f"memory {memory.name!r} not found") from exc
+        name = validate_name(name, strict=False)
+        self.read_bytes(name)  # NotFound before any lock file is made
+        with self.lock(name):
+            memory = self.read(name)
+            if expected_hash is not None and memory.hash != expected_hash:
+                raise Conflict(f"memory {memory.name!r} changed since it was read; read it again and retry")
+            try:
+                Path(memory.path).unlink()
+            except FileNotFoundError as exc:
+                raise NotFound(f"memory {memory.name!r} not found") from exc
+            self._doomed.add(name)
         _remove_empty_parents(Path(memory.path).parent, self.root)
         return memory
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write to a temporary sibling, fsync, rename over the target, fsync the folder."""
+class _MemoryLocks:
+    """The context manager ``MemoryStore.lock`` returns."""
+
+    def __init__(self, store: MemoryStore, names: list[str]) -> None:
+        self.store = store
+        self.names = names
+        self.taken: list[str] = []
+
+    def __enter__(self) -> _MemoryLocks:
+        try:
+            for name in self.names:
+                if self.store._acquire(name):
+                    self.taken.append(name)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name in reversed(self.taken):
+            self.store._release(name)
+        self.taken = []
+
+
+def _lock_key(name: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def remove_stale_temps(folder: Path, stray: list[str]) -> None:
+    """Remove temporary files whose writer died (``<pid>.<random>.tmp``), or that are old.
+
+    ``stray`` lists the in-tree temporary files of older memrouter versions;
+    they are removed once they are older than ``STALE_TEMP_AGE``.
+    """
+    import time
+
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        pid_text = entry.name.split(".", 1)[0]
+        try:
+            old = now - entry.stat().st_mtime > STALE_TEMP_AGE
+            if old or (pid_text.isdigit() and not _alive(int(pid_text))):
+                os.unlink(entry.path)
+        except OSError:
+            continue  # gone already, or not ours to remove
+    for path in stray:
+        try:
+            if now - os.stat(path).st_mtime > STALE_TEMP_AGE:
+                os.unlink(path)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> tuple[int, int]:
+    """Write to a temporary file, fsync, rename over the target, fsync the folder.
+
+    Returns the new file's ``(mtime_ns, size)``, taken from the temporary file
+    itself, so a later writer's file is never mistaken for this one.
+    """
     import tempfile  # lazy: only writes need it
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, temp = tempfile.mkstemp(prefix=f"{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=temp_dir)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(temp, 0o644)
-        os.replace(temp, path)
+            if path.exists():
+                os.fchmod(handle.fileno(), path.stat().st_mode & 0o777)
+            else:
+                os.fchmod(handle.fileno(), 0o644)
+            written = os.fstat(handle.fileno())
+        try:
+            _replace(temp, path)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            # The folder is another file system (a mount inside the root): write beside the file.
+            os.unlink(temp)
+            return _atomic_write(path, data, path.parent)
     except BaseException:
         try:
             os.unlink(temp)
         except FileNotFoundError:
             pass  # already renamed or never created: nothing to clean up
         raise
+    _fsync_folder(path.parent)
+    return written.st_mtime_ns, written.st_size
+
+
+def _replace(temp: str, path: Path) -> None:
+    """``os.replace``, making the folder again if a concurrent delete just removed it as empty."""
+    for _ in range(5):
+        try:
+            os.replace(temp, path)
+            return
+        except FileNotFoundError:
+            if not os.path.exists(temp):
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(temp, path)
+
+
+def _fsync_folder(folder: Path) -> None:
     try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
+        dir_fd = os.open(folder, os.O_RDONLY)
     except OSError:
         return
     try:

@@ -32,7 +32,12 @@ _EXISTING_SEGMENT = re.compile(r"[^/\\\x00-\x1f\x7f]+")
 
 
 def normalize_name(raw: str) -> str:
-    """Accept the spellings agents use (``mem:`` prefix, ``.md`` suffix, surrounding space)."""
+    """Accept the spellings agents use (``mem:`` prefix, ``.md`` suffix, surrounding space).
+
+    One ``.md`` is removed, so ``x.md`` names the file ``x.md``; a name that
+    still ends in ``.md`` after that is refused by ``validate_name`` (it would
+    reach ``x.md.md`` one way and ``x.md`` the other).
+    """
     name = raw.strip()
     if name.startswith("mem:"):
         name = name[4:]
@@ -53,6 +58,12 @@ def validate_name(raw: str, *, strict: bool = True) -> str:
     name = normalize_name(raw)
     if not name:
         raise InvalidInput("a memory name must not be empty")
+    if any(0xD800 <= ord(char) <= 0xDFFF for char in name):
+        raise InvalidInput("a memory name must be valid Unicode text (it holds a lone surrogate)")
+    if name.endswith(SUFFIX):
+        raise InvalidInput(
+            f"invalid memory name {raw!r}: a name must not end in '.md' twice (the file would be {name}.md)"
+        )
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidInput(f"a memory name is at most {MAX_NAME_LENGTH} characters (got {len(name)})")
     if unicodedata.normalize("NFKC", name) != name and strict:

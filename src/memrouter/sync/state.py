@@ -24,9 +24,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from memrouter.index.db import transaction
 
 __all__ = [
     "SyncRecord",
@@ -38,6 +39,7 @@ __all__ = [
     "transaction",
     "write_record",
 ]
+
 
 @dataclass(frozen=True, slots=True)
 class SyncRecord:
@@ -54,18 +56,6 @@ class SyncRecord:
     remote_ids: tuple[str, ...]
     synced_at: float | None
     pending: str | None = None
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` on an autocommit connection."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _record(row: sqlite3.Row | tuple[object, ...]) -> SyncRecord:

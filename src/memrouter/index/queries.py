@@ -1,0 +1,103 @@
+"""The index's read queries the Router needs, in one place (no SQL in the router)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memrouter.index.lexical import filter_sql
+from memrouter.model import CHANNELS, STATUSES, Filters, MemorySummary
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["counts", "current_hashes", "generation", "hit_rows", "problems", "summaries", "synced_count"]
+
+
+def generation(conn: sqlite3.Connection) -> str:
+    """The index generation: bumped by every transaction that changes memories."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return str(row[0]) if row else "0"
+
+
+def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+    """The fields a hit shows, for the memories ``ids``."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    cursor = conn.execute(
+        f"SELECT id, name, title, channel, path, hash, kind, body FROM memories WHERE id IN ({marks})", ids
+    )
+    return {row["id"]: row for row in cursor}
+
+
+def summaries(conn: sqlite3.Connection, filters: Filters) -> list[MemorySummary]:
+    """The indexed memories passing ``filters``, by name."""
+    import json
+
+    where, params = filter_sql(filters)
+    rows = conn.execute(
+        "SELECT name, title, channel, kind, status, tags, hash, path, size FROM memories m "
+        f"WHERE 1{where} ORDER BY name",
+        params,
+    ).fetchall()
+    return [
+        MemorySummary(
+            name=row["name"], title=row["title"], channel=row["channel"], kind=row["kind"], status=row["status"],
+            tags=tuple(json.loads(row["tags"])), hash=row["hash"], path=row["path"], size=row["size"],
+        )  # fmt: skip
+        for row in rows
+    ]
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Memories in all, by channel and by status."""
+    total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    by_channel = dict(conn.execute("SELECT channel, count(*) FROM memories GROUP BY channel").fetchall())
+    by_status = dict(conn.execute("SELECT status, count(*) FROM memories GROUP BY status").fetchall())
+    return {
+        "total": total,
+        "by_channel": {c: by_channel.get(c, 0) for c in CHANNELS},
+        "by_status": {s: by_status.get(s, 0) for s in STATUSES},
+    }
+
+
+def problems(conn: sqlite3.Connection) -> dict[str, str]:
+    """What could not be parsed or read, by memory name (or file)."""
+    import json
+
+    found = {
+        row[0]: "; ".join(json.loads(row[1]))
+        for row in conn.execute("SELECT name, problems FROM memories WHERE problems != '[]' ORDER BY name")
+    }
+    stored = conn.execute("SELECT value FROM meta WHERE key = 'file_problems'").fetchone()
+    if stored:
+        found.update(json.loads(stored[0]))
+    return found
+
+
+def migrations(conn: sqlite3.Connection) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+
+
+def current_hashes(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every indexed memory's name and content hash."""
+    return {row[0]: row[1] for row in conn.execute("SELECT name, hash FROM memories")}
+
+
+def synced_count(conn: sqlite3.Connection, backend: str) -> int:
+    """How many memories have a copy on ``backend``."""
+    row = conn.execute(
+        "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (backend,)
+    ).fetchone()
+    return int(row[0])
+
+
+def record_file_problems(conn: sqlite3.Connection, unreadable: dict[str, str]) -> None:
+    """Keep the files that could not be indexed, for ``status`` in any process (inside a transaction)."""
+    import json
+
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('file_problems', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (json.dumps(unreadable),),
+    )
