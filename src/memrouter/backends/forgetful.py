@@ -53,7 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memrouter.backends.base import ExternalHit, MemoryDraft, RemoteMemory, content_hash
+from memrouter.backends.base import ExternalHit, MemoryDraft, RemoteMemory
 from memrouter.backends.health import DEFAULT_TTL_S, HealthCheck, host_port
 from memrouter.backends.split import split_content
 from memrouter.errors import (
@@ -63,6 +63,7 @@ from memrouter.errors import (
     InvalidInput,
     NotFound,
 )
+from memrouter.store.parse import content_hash
 
 if TYPE_CHECKING:
     from memrouter.backends._mcp import McpSession
