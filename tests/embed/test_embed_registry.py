@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memrouter.embed import Embedder, available_embedders, embed_many, get_embedder
-from memrouter.errors import BackendNotInstalled, InvalidInput
+from memrouter.errors import BackendNotInstalled, ConfigError, InvalidInput
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -26,8 +26,8 @@ def test_builtin_names() -> None:
         assert name in names
 
 
-def test_unknown_name_is_invalid_input() -> None:
-    with pytest.raises(InvalidInput, match="unknown embedder"):
+def test_unknown_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown embedder"):
         get_embedder("no-such-model")
 
 
