@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrouter.backends.base import ExternalHit, content_hash
+from memrouter.backends.base import ExternalHit
 from memrouter.merge import merge_hits
 from memrouter.model import Hit
+from memrouter.store.parse import content_hash
 
 
 def canonical(name: str, text: str, score: float = 1.0) -> Hit:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memrouter.backends.configured import ConfiguredBackends, backend_settings
-from memrouter.errors import ConfigError
+from memrouter.errors import BackendNotInstalled, ConfigError
 
 # Port 1 on loopback: a valid address that nothing answers, and building a backend never connects.
 DOWN = "http://127.0.0.1:1/mcp"
@@ -57,3 +59,19 @@ def test_status_reports_each_section_with_its_sync_count() -> None:
     assert statuses["forgetful"]["endpoint"] == DOWN
     assert statuses["off"]["error"] == "disabled"
     assert ConfiguredBackends({}).status(lambda name: 0) == []
+
+
+def test_a_backend_whose_plugin_is_missing_is_not_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = tmp_path / "memrouter_plugin_ghost-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: memrouter-plugin-ghost\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[memrouter.backends]\nghost = memrouter_ghost_module_absent:Ghost\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    configured = ConfiguredBackends({"team": {"type": "ghost"}, "odd": {"type": "no-such-kind"}})
+    assert configured.built() == {}
+    with pytest.raises(BackendNotInstalled) as caught:
+        configured.get("team")
+    assert str(caught.value).count("is not installed") == 1  # the registry's error, not a copy wrapping it
+    assert "memrouter_ghost_module_absent" in caught.value.hint
+    with pytest.raises(ConfigError, match="unknown backend 'no-such-kind'"):
+        configured.get("odd")

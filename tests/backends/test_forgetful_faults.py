@@ -90,12 +90,53 @@ def test_reply_breaking_forgetfuls_contract(faulty: FakeServer, backend: Forgetf
     faulty.set_fault("bad-shape")
     with pytest.raises(BackendContractError, match="primary_memories"):
         backend.search("query", 3)
-    with pytest.raises(BackendContractError, match="'id'"):
+    with pytest.raises(BackendContractError, match=r"create_memory reply .*schema: id: .*integer \(got None\)"):
         backend.upsert(MemoryDraft(title="t", content="c"))
     with pytest.raises(BackendContractError):
         backend.get("1")
     with pytest.raises(BackendContractError):
         backend.mark_obsolete("1", "reason")
+
+
+def test_reply_without_ids_is_a_contract_error(faulty: FakeServer, backend: ForgetfulBackend) -> None:
+    word = unique_word()
+    remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} without ids"))
+    faulty.set_fault("missing-id")
+    with pytest.raises(BackendContractError, match=r"query_memory reply .*primary_memories\.0\.id: Field required"):
+        backend.search(word, 3)
+    with pytest.raises(BackendContractError, match=r"create_memory reply .*: id: Field required"):
+        backend.upsert(MemoryDraft(title=word, content=f"{word} again"))
+    with pytest.raises(BackendContractError, match=r"get_memory reply .*: id: Field required"):
+        backend.get(remote_id)
+    faulty.set_fault("none")
+    _works(backend)
+
+
+def test_reply_with_wrong_types_is_a_contract_error(faulty: FakeServer, backend: ForgetfulBackend) -> None:
+    word = unique_word()
+    remote_id = backend.upsert(MemoryDraft(title=word, content=f"{word} with wrong types"))
+    faulty.set_fault("wrong-types")
+    with pytest.raises(BackendContractError, match=r"primary_memories\.0\.id: .*integer \(got '\d+'\)"):
+        backend.search(word, 3)
+    with pytest.raises(BackendContractError, match=r"create_memory reply .*: id: "):
+        backend.upsert(MemoryDraft(title=word, content=f"{word} again"))
+    with pytest.raises(BackendContractError, match=r"get_memory reply .*title: .*string \(got \d+\)"):
+        backend.get(remote_id)
+    with pytest.raises(BackendContractError, match=r"mark_memory_obsolete reply .*success: .*boolean \(got 'true'\)"):
+        backend.mark_obsolete(remote_id, "reason")
+    faulty.set_fault("none")
+    assert backend.get(remote_id).is_obsolete is True  # the server did it; only the reply was broken
+    _works(backend)
+
+
+def test_reply_that_is_not_json_is_a_contract_error(faulty: FakeServer, backend: ForgetfulBackend) -> None:
+    faulty.set_fault("not-json")
+    with pytest.raises(BackendContractError, match="returned no JSON object"):
+        backend.search("query", 3)
+    with pytest.raises(BackendContractError, match="returned no JSON object"):
+        backend.upsert(MemoryDraft(title="t", content="c"))
+    faulty.set_fault("none")
+    _works(backend)
 
 
 def test_slow_server_times_out_then_recovers(faulty: FakeServer, backend: ForgetfulBackend) -> None:

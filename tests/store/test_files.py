@@ -7,7 +7,7 @@ import pytest
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.store.files import MemoryStore
-from memrouter.store.parse import content_hash
+from memrouter.store.parse import content_hash, sha256_hex
 
 
 def test_scan_finds_nested_files_and_skips_dot_entries(memories: Path) -> None:
@@ -61,9 +61,7 @@ def test_non_utf8_file_is_read_with_a_problem_and_its_byte_hash(tmp_path: Path) 
     (tmp_path / "latin.md").write_bytes(raw)
     memory = MemoryStore(tmp_path).read("latin")
     assert memory.problems and "UTF-8" in memory.problems[0]
-    import hashlib
-
-    assert memory.hash == hashlib.sha256(raw).hexdigest()
+    assert memory.hash == sha256_hex(raw)
 
 
 def test_delete_removes_file_and_empty_folders(tmp_path: Path) -> None:

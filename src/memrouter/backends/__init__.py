@@ -13,7 +13,6 @@ from memrouter.backends.base import (
     RemoteMemory,
     SupportsLinks,
     backend_status,
-    content_hash,
     upsert_parts,
 )
 from memrouter.backends.health import HealthCheck, HealthReport
@@ -30,7 +29,6 @@ __all__ = [
     "SupportsLinks",
     "backend_names",
     "backend_status",
-    "content_hash",
     "get_backend",
     "load_backend",
     "split_content",

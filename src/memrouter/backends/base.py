@@ -25,12 +25,12 @@ protocol), ``NotFound`` (no remote memory with that id) and ``InvalidInput``
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memrouter.model import Hit, Match
+from memrouter.store.parse import content_hash
 
 if TYPE_CHECKING:
     from memrouter.backends.health import HealthCheck
@@ -42,14 +42,8 @@ __all__ = [
     "RemoteMemory",
     "SupportsLinks",
     "backend_status",
-    "content_hash",
     "upsert_parts",
 ]
-
-
-def content_hash(text: str) -> str:
-    """SHA-256 of the UTF-8 bytes of ``text``, lower-case hex (DESIGN.md's content hash)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

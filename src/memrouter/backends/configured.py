@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from _thread import RLock
 
-from memrouter.errors import BackendError, BackendNotInstalled, ConfigError
+from memrouter.errors import BackendError, ConfigError
 from memrouter.lazylog import LazyLogger
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -51,6 +51,8 @@ class ConfiguredBackends:
         self._lock = RLock()
         # section name -> why it is not in use, or its last failure
         self.errors: dict[str, str] = {}
+        # section name -> the error that kept it from being built, raised again by ``get``
+        self._build_errors: dict[str, BackendError | ConfigError] = {}
 
     def built(self) -> dict[str, Any]:
         """Every enabled backend that could be built, by name (built on the first call)."""
@@ -59,6 +61,7 @@ class ConfiguredBackends:
                 from memrouter.backends.registry import get_backend
 
                 built: dict[str, Any] = {}
+                self._build_errors = {}
                 for name, settings in self._sections.items():
                     kind, options, flags = backend_settings(name, settings)
                     if not flags["enabled"]:
@@ -68,6 +71,7 @@ class ConfiguredBackends:
                     except (BackendError, ConfigError) as exc:
                         log.warning("backend %s not used: %s", name, exc)
                         self.errors[name] = str(exc)
+                        self._build_errors[name] = exc
                 self._built = built
             return self._built
 
@@ -76,9 +80,9 @@ class ConfiguredBackends:
         found = self.built().get(name)
         if found is not None:
             return found
-        if name in self._sections and name in self.errors:
-            error = self.errors[name]
-            raise BackendNotInstalled(name, error) if "install" in error else ConfigError(error)
+        failure = self._build_errors.get(name)
+        if failure is not None:
+            raise failure  # the registry's own error: ConfigError, or BackendNotInstalled with its hint
         known = ", ".join(sorted(self._sections)) or "none configured"
         raise ConfigError(f"no backend {name!r} (configured: {known}); add [backends.{name}] to memrouter.toml")
 

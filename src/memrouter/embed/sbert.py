@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrouter.embed.bert import BertEmbedderBase
-from memrouter.errors import BackendNotInstalled
+from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +37,7 @@ class SentenceTransformerEmbedder(BertEmbedderBase):
             import torch  # type: ignore[import-untyped,import-not-found,unused-ignore]
             from sentence_transformers import SentenceTransformer  # type: ignore[import-untyped,import-not-found,unused-ignore]
         except ImportError as exc:
-            raise BackendNotInstalled("sentence-transformers", HINT) from exc
+            raise NotInstalled("sentence-transformers", HINT) from exc
         self._torch = torch
         self._device = device
         self.model = SentenceTransformer(str(model_path), device=device, local_files_only=True)
@@ -71,7 +71,7 @@ def load_sentence_transformer(
     try:
         import sentence_transformers  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
     except ImportError as exc:
-        raise BackendNotInstalled("sentence-transformers", HINT) from exc
+        raise NotInstalled("sentence-transformers", HINT) from exc
     from memrouter.embed.loaders import resolve_model_path
 
     return SentenceTransformerEmbedder(resolve_model_path(model_path), **options)

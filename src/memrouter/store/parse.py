@@ -43,7 +43,11 @@ def sha256_hex(data: bytes) -> str:
 
 
 def content_hash(text: str) -> str:
-    """SHA-256 of the UTF-8 bytes of the whole file text, lower-case hex."""
+    """SHA-256 of the UTF-8 bytes of ``text``, lower-case hex: memrouter's one content hash.
+
+    A memory file's hash is that of its whole text; an external service's
+    memory is hashed the same way, so the router and sync compare them directly.
+    """
     return sha256_hex(text.encode("utf-8"))
 
 

@@ -19,9 +19,10 @@ import uuid
 
 import pytest
 
-from memrouter.backends.base import Backend, MemoryDraft, SupportsLinks, content_hash, upsert_parts
+from memrouter.backends.base import Backend, MemoryDraft, SupportsLinks, upsert_parts
 from memrouter.backends.split import split_content
 from memrouter.errors import InvalidInput, NotFound
+from memrouter.store.parse import content_hash
 
 __all__ = ["BackendConformance", "unique_word"]
 

@@ -21,9 +21,18 @@ MCP is served at ``/mcp`` and readiness at ``GET /health``. ``--db PATH``
 keeps memories in a SQLite file (a restarted server keeps its data); the
 default is in memory. ``--fail-mode`` injects faults into every
 ``tools/call``: ``slow`` (answer after ``--slow-seconds``), ``bad-shape`` (a
-valid MCP result that breaks Forgetful's reply contract), and, over HTTP
-only, ``http500``, ``garbage`` (a body that is not JSON) and
-``protocol-error`` (JSON-RPC whose result is not a tool result).
+valid MCP result that breaks Forgetful's reply contract), ``missing-id``
+(the true reply without its ``id`` and ``memory_id`` fields),
+``wrong-types`` (the true reply with ids as strings, titles as numbers and
+flags as strings), ``not-json`` (a text result that is not JSON, with no
+structured content), and, over HTTP only, ``http500``, ``garbage`` (a body
+that is not JSON) and ``protocol-error`` (JSON-RPC whose result is not a
+tool result).
+
+Every reply is checked against the schema the client reads with
+(``memrouter.backends.forgetful_schema``) before faults are applied, so the
+fake cannot drift from what the client expects; the argument models and
+limits come from there too.
 """
 
 from __future__ import annotations
@@ -41,19 +50,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcp_types import CallToolResult, TextContent
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from memrouter.backends.forgetful_schema import REPLY_MODELS, MemoryCreate, MemoryUpdate
 
 __all__ = [
     "FAIL_MODES",
     "FakeForgetfulStore",
     "Faults",
     "MemoryNotFound",
+    "break_reply",
     "build_server",
     "fault_injector",
     "main",
 ]
 
-FAIL_MODES = ("none", "slow", "bad-shape", "http500", "garbage", "protocol-error")
+FAIL_MODES = (
+    "none", "slow", "bad-shape", "missing-id", "wrong-types", "not-json", "http500", "garbage", "protocol-error",
+)  # fmt: skip
 HTTP_ONLY_FAIL_MODES = ("http500", "garbage", "protocol-error")
 VERSION = "0.6.0"
 
@@ -75,42 +89,6 @@ class MemoryNotFound(LookupError):
 
     def __init__(self, memory_id: int) -> None:
         super().__init__(f"Memory with id {memory_id} not found")
-
-
-class MemoryCreate(BaseModel):
-    """Forgetful's create_memory arguments and limits."""
-
-    title: str = Field(min_length=1, max_length=200)
-    content: str = Field(min_length=1, max_length=2000)
-    context: str = Field(max_length=500)
-    keywords: list[str] = Field(max_length=10)
-    tags: list[str] = Field(max_length=10)
-    importance: int = Field(7, ge=1, le=10)
-    project_ids: list[int] | None = None
-    source_repo: str | None = None
-    source_files: list[str] | None = None
-    source_url: str | None = None
-    confidence: float | None = Field(None, ge=0.0, le=1.0)
-    encoding_agent: str | None = None
-    encoding_version: str | None = None
-
-
-class MemoryUpdate(BaseModel):
-    """Forgetful's update_memory fields (all optional) and limits."""
-
-    title: str | None = Field(None, min_length=1, max_length=200)
-    content: str | None = Field(None, min_length=1, max_length=2000)
-    context: str | None = Field(None, min_length=1, max_length=500)
-    keywords: list[str] | None = Field(None, max_length=10)
-    tags: list[str] | None = Field(None, max_length=10)
-    importance: int | None = None
-    project_ids: list[int] | None = None
-    source_repo: str | None = None
-    source_files: list[str] | None = None
-    source_url: str | None = None
-    confidence: float | None = Field(None, ge=0.0, le=1.0)
-    encoding_agent: str | None = None
-    encoding_version: str | None = None
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -361,6 +339,27 @@ def _memory_id(args: MutableMapping[str, Any], tool: str) -> int:
         raise ValueError(f"memory_id must be an integer, got {value!r}") from exc
 
 
+def break_reply(data: Any, mode: str) -> Any:
+    """``data`` with Forgetful's contract broken the way ``mode`` says (``missing-id``, ``wrong-types``)."""
+    if isinstance(data, list):
+        return [break_reply(item, mode) for item in data]
+    if not isinstance(data, dict):
+        return data
+    broken: dict[str, Any] = {}
+    for key, value in data.items():
+        if mode == "missing-id" and key in ("id", "memory_id"):
+            continue
+        if mode == "wrong-types" and key in ("id", "memory_id") and isinstance(value, int):
+            broken[key] = str(value)
+        elif mode == "wrong-types" and key in ("title", "content") and isinstance(value, str):
+            broken[key] = len(value)
+        elif mode == "wrong-types" and isinstance(value, bool):
+            broken[key] = str(value).lower()
+        else:
+            broken[key] = break_reply(value, mode)
+    return broken
+
+
 @dataclass
 class Faults:
     """The fault the server injects now; changed at run time through ``POST /_fault``."""
@@ -443,8 +442,13 @@ def build_server(
             data = store.execute(tool_name, arguments)
         except (ValidationError, MemoryNotFound, ValueError, TypeError) as exc:
             return failed(f"Failed to execute '{tool_name}': {exc}")
+        REPLY_MODELS[tool_name].model_validate(data)  # a reply off the shared schema is a bug of the fake
         if faults.mode == "bad-shape":
             return ok({"unexpected": True, "primary_memories": "not a list", "id": None})
+        if faults.mode == "not-json":
+            return CallToolResult(content=[TextContent(type="text", text=f"{tool_name} done.")])
+        if faults.mode in ("missing-id", "wrong-types"):
+            return ok(break_reply(data, faults.mode))
         return ok(data)
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]

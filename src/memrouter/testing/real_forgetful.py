@@ -17,8 +17,9 @@ Run::
     python -m memrouter.testing.real_forgetful --python /path/to/venv/bin/python \\
         --tiktoken-cache DIR --port 8020
 
-then point ``MEMROUTER_TEST_FORGETFUL_URL=http://127.0.0.1:8020/mcp`` at it
-for ``tests/backends/test_forgetful_real.py``. Stops on Ctrl-C or SIGTERM.
+then point a backend at ``url = "http://127.0.0.1:8020/mcp"``. Stops on
+Ctrl-C or SIGTERM. The interop suite (``interop/``, ``make interop``) starts
+its own server this way and runs the conformance suite against it.
 """
 
 from __future__ import annotations
