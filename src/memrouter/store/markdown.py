@@ -26,8 +26,9 @@ code block ends.
 ``paragraph`` / ``list``
     a run of non-blank lines up to the next blank line, heading or fence;
     ``list`` when it starts with a list item (``-``, ``*``, ``+``, ``1.``,
-    ``1)``). A run is the smallest unit chunking and splitting keep whole:
-    tables, quotes and rules inside it stay with their neighbours.
+    ``1)``). Tables, quotes and rules are read as part of the run they are
+    in; chunking and splitting cut between blocks, and inside one only when
+    it alone is too big.
 ``blank``
     a run of lines holding only whitespace.
 
