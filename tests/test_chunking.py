@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from memrouter.errors import InvalidInput
 from memrouter.index.chunking import Chunk, chunk_markdown
+from memrouter.store.markdown import iter_blocks
+from memrouter.store.parse import first_heading
 
 
 def words(text: str) -> int:
@@ -156,6 +158,43 @@ def test_fence_with_blank_lines_and_hash_lines_is_one_block() -> None:
     text = "# Real\n\n" + code
     chunks = chunk_markdown(text, words, target_tokens=200)
     assert [c.heading for c in chunks] == ["Real"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "~~~\n```\n# inside\n\nmore\n~~~",  # a fence closes only with its own character
+        "````\n```\n# inside\n````",  # and a run at least as long
+        "```\n# inside\n    ```\n# still inside\n```",  # indented four spaces, a line of code
+        "```inline``` code opens no fence",
+    ],
+)
+def test_fence_closing_follows_the_reader(code: str) -> None:
+    text = "# Real\n\n" + code + "\n\n## After\n\ntext"
+    chunks = chunk_markdown(text, words, target_tokens=40, overlap_tokens=0, context_prefix=None)
+    assert [chunk.heading for chunk in chunks] == ["Real", "Real > After"]
+    assert code in chunks[0].text
+
+
+def test_the_title_and_the_first_section_agree() -> None:
+    text = "Release notes\n=============\n\nSome text.\n"
+    (chunk,) = chunk_markdown(text, words, context_prefix=first_heading(text))
+    assert first_heading(text) == chunk.heading == "Release notes"
+    assert chunk.embed_text.startswith("Release notes\n\nRelease notes\n===")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=MARKDOWN, target=st.integers(12, 120))
+def test_chunks_start_where_the_reader_starts_blocks(text: str, target: int) -> None:
+    """A chunk starts at a block of store.markdown, or inside a block too big for one chunk."""
+    chunks = chunk_markdown(text, words, target_tokens=target, overlap_tokens=target // 5, max_tokens=target)
+    blocks = [block for block in iter_blocks(text) if block.kind != "blank"]
+    starts = {block.start + len(text[block.start : block.end]) - len(text[block.start : block.end].lstrip())
+              for block in blocks}  # fmt: skip
+    for chunk in chunks:
+        if chunk.start not in starts:
+            (inside,) = [block for block in blocks if block.start < chunk.start < block.end]
+            assert words(text[inside.start : inside.end]) > target - target // 4
 
 
 def test_full_chunks_overlap_their_neighbours() -> None:

@@ -7,6 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memrouter.backends.split import split_content
+from memrouter.store.markdown import iter_blocks
+
+
+def cuts(parts: list[str]) -> list[int]:
+    """The offsets where one part ends and the next begins."""
+    offsets, position = [], 0
+    for part in parts[:-1]:
+        position += len(part)
+        offsets.append(position)
+    return offsets
 
 
 def test_short_text_is_one_part() -> None:
@@ -36,6 +46,35 @@ def test_starts_a_new_part_at_a_heading_once_half_full() -> None:
     parts = split_content(text, 400)
     assert len(parts) == 2
     assert parts[1].startswith("## Two")
+
+
+def test_a_fence_is_not_cut_at_its_blank_lines_or_comments() -> None:
+    intro = "intro " * 40
+    code = "```bash\n" + "echo one\n\n# a comment, not a heading\n\n" * 6 + "```\n"
+    text = f"# Title\n\n{intro}\n\n{code}\nafter the code\n"
+    parts = split_content(text, 400)
+    assert "".join(parts) == text
+    assert any(code in part for part in parts)
+    assert not any(part.startswith("# a comment") for part in parts)
+
+
+def test_a_heading_stays_with_its_first_block() -> None:
+    text = "a" * 50 + "\n\n## Section\n\n" + "b" * 150 + "\n"
+    parts = split_content(text, 200)  # the part is not half full, yet the heading moves on with its text
+    assert parts == ["a" * 50 + "\n\n", "## Section\n\n" + "b" * 150 + "\n"]
+
+
+def test_a_line_that_leads_into_a_fence_stays_with_it() -> None:
+    text = "text " * 30 + "\n\nExample:\n```\nrun it\n```\n"
+    parts = split_content(text, 160)
+    assert parts[-1] == "Example:\n```\nrun it\n```\n"
+
+
+def test_an_underlined_heading_starts_a_part_once_half_full() -> None:
+    body = "text " * 50
+    text = f"One\n===\n\n{body}\n\nTwo\n---\n\n{body}"
+    parts = split_content(text, 400)
+    assert len(parts) == 2 and parts[1].startswith("Two\n---")
 
 
 def test_long_lines_and_words_are_cut() -> None:
@@ -69,3 +108,32 @@ def test_parts_fit_and_concatenate_back(chunks: list[str], limit: int) -> None:
     assert "".join(parts) == text
     if len(text) <= limit:
         assert parts == [text]
+
+
+MARKDOWN_PIECES = st.lists(
+    st.one_of(
+        st.sampled_from(["# Heading", "## Sub", "Title\n=====", "- item\n- item", "| a |\n|---|", "", ""]),
+        st.text(alphabet="abc .\n", max_size=200),
+        st.lists(st.sampled_from(["x = 1", "", "# comment", "```py", "    ```"]), max_size=12).map(
+            lambda lines: "```\n" + "\n".join(lines) + "\n```"
+        ),
+    ),
+    max_size=25,
+).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(MARKDOWN_PIECES, st.integers(min_value=20, max_value=400))
+def test_parts_are_cut_between_blocks(text: str, limit: int) -> None:
+    """Every cut is where store.markdown starts a block, unless the block alone is over the limit."""
+    parts = split_content(text, limit)
+    assert "".join(parts) == text and all(len(part) <= limit for part in parts)
+    blocks = list(iter_blocks(text))
+    starts = {block.start for block in blocks}
+    for cut in cuts(parts):
+        if cut not in starts:
+            (inside,) = [block for block in blocks if block.start < cut < block.end]
+            assert inside.end - inside.start > limit
+    for block in blocks:
+        if block.kind == "fence" and block.end - block.start <= limit:
+            assert not any(block.start < cut < block.end for cut in cuts(parts))

@@ -3,9 +3,11 @@
 Forgetful takes at most 2,000 characters of content per memory, so a longer
 canonical memory is written as several linked parts (see
 ``memrouter.backends.base.upsert_parts``). ``split_content`` cuts along the
-markdown's own structure: between paragraphs first (and before a heading
-once a part is half full), then between lines, then between words, and only
-as a last resort inside a word.
+markdown's own structure as ``memrouter.store.markdown`` reads it (the same
+blocks that titles and chunking use): between blocks first (before a heading
+once a part is half full; a fenced code block is never cut unless it alone
+exceeds the limit), then between lines, then between words, and only as a
+last resort inside a word.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from memrouter.store.markdown import iter_blocks
+
 __all__ = ["split_content"]
 
-_PARAGRAPH_BREAK = re.compile(r"(?<=\n\n)(?=[^\n])")
 _WORD_BREAK = re.compile(r"(?<=\s)(?=\S)")
-_HEADING = re.compile(r"#{1,6}\s")
 
 
 def split_content(text: str, limit: int = 2000) -> list[str]:
@@ -33,14 +35,41 @@ def split_content(text: str, limit: int = 2000) -> list[str]:
         return [text]
     parts: list[str] = []
     current = ""
-    for piece in _atoms(text, limit, 0):
-        starts_section = _HEADING.match(piece) is not None and len(current) >= limit // 2
-        if current and (len(current) + len(piece) > limit or starts_section):
-            parts.append(current)
-            current = ""
-        current += piece
+    for start, end, is_heading in _sections(text, limit):
+        section = text[start:end]
+        for piece in [section] if len(section) <= limit else _atoms(section, limit, 1):
+            starts_section = is_heading and len(current) >= limit // 2
+            if current and (len(current) + len(piece) > limit or starts_section):
+                parts.append(current)
+                current = ""
+            current += piece
+            is_heading = False  # only the first piece of a section starts it
     parts.append(current)
     return _absorb_blank_parts(parts, limit)
+
+
+def _sections(text: str, limit: int) -> list[tuple[int, int, bool]]:
+    """``text`` cut between blocks, as (start, end, starts with a heading); they tile ``text``.
+
+    While the result fits in ``limit``, a block joins the section before it
+    when it is a blank run, when that section ends with a heading, or when no
+    blank line separates them and the block is no heading: "Example:" stays
+    with the fence after it, and a heading with its first block. So a
+    section longer than ``limit`` is a single block.
+    """
+    sections: list[tuple[int, int, bool]] = []
+    after_heading = after_blank = False
+    for block in iter_blocks(text):
+        joins = block.kind == "blank" or after_heading or (not after_blank and block.kind != "heading")
+        if sections and joins and block.end - sections[-1][0] <= limit:
+            start, _, is_heading = sections[-1]
+            sections[-1] = (start, block.end, is_heading)
+        else:
+            sections.append((block.start, block.end, block.kind == "heading"))
+        after_blank = block.kind == "blank"
+        if not after_blank:
+            after_heading = block.kind == "heading"
+    return sections
 
 
 def _absorb_blank_parts(parts: list[str], limit: int) -> list[str]:
@@ -71,8 +100,6 @@ def _absorb_blank_parts(parts: list[str], limit: int) -> list[str]:
 
 def _pieces(text: str, level: int) -> list[str]:
     """``text`` cut at one level of structure; the pieces concatenate back to ``text``."""
-    if level == 0:
-        return _cut(text, _PARAGRAPH_BREAK)
     if level == 1:
         return text.splitlines(keepends=True)
     return _cut(text, _WORD_BREAK)

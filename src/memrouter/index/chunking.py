@@ -1,13 +1,15 @@
 """Split a markdown memory into chunks that fit the embedding model's window.
 
-``chunk_markdown(text, count_tokens)`` cuts along the markdown structure, in
-this order of preference:
+``chunk_markdown(text, count_tokens)`` cuts along the markdown structure as
+``memrouter.store.markdown`` reads it (the same blocks that titles and
+``backends.split`` use), in this order of preference:
 
 1. headings, ``#`` style or a one-line paragraph underlined with ``===`` or
    ``---`` (a chunk that already holds ``target_tokens // 4`` tokens always
    ends before a heading, so sections are not glued to their neighbours; small
    sections are merged rather than embedded alone);
-2. blank-line separated blocks (paragraphs, lists, tables, fenced code);
+2. the reader's other blocks: fenced code, and runs of lines up to a blank
+   line (paragraphs, lists, tables);
 3. sentences and lines, for a block larger than the target;
 4. word boundaries (or any character) inside a single too-long line.
 
@@ -37,15 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memrouter.errors import InvalidInput
+from memrouter.store.markdown import iter_blocks
 
 __all__ = ["Chunk", "chunk_markdown"]
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-# A setext underline, and lines it cannot turn into a heading here (list items,
-# quotes, table rows: their "---" is a thematic break or a table's own).
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_NOT_SETEXT_TEXT = re.compile(r"^ {0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|>|\|)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+(?=\S)|\n")
 
 
@@ -77,72 +74,28 @@ class _Unit:
 
 
 def _blocks(text: str) -> list[tuple[int, int, str, bool]]:
-    """Markdown blocks as (start, end, heading path, is_heading), whitespace-trimmed."""
+    """Markdown blocks as (start, end, heading path, is_heading), whitespace-trimmed.
+
+    The blocks are ``store.markdown``'s (blank runs dropped); front matter,
+    when the text has any, is kept as plain text so nothing goes unindexed.
+    """
     blocks: list[tuple[int, int, str, bool]] = []
     stack: list[tuple[int, str]] = []
-    lines = text.splitlines(keepends=True)
-    offsets = []
-    position = 0
-    for line in lines:
-        offsets.append(position)
-        position += len(line)
     path = ""
-    i = 0
-    paragraph_start: int | None = None
-
-    def enter_heading(level: int, title: str) -> None:
-        nonlocal path
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        if title:
-            stack.append((level, title))
-        path = " > ".join(t for _, t in stack)
-
-    def close_paragraph(end_line: int) -> None:
-        nonlocal paragraph_start
-        if paragraph_start is not None:
-            blocks.append((offsets[paragraph_start], offsets[end_line - 1] + len(lines[end_line - 1]), path, False))
-            paragraph_start = None
-
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.strip()
-        fence = _FENCE.match(line)
-        if fence:
-            close_paragraph(i)
-            marker = fence.group(1)
-            j = i + 1
-            while j < len(lines):
-                candidate = lines[j].strip()
-                if candidate.startswith(marker[0] * len(marker)) and not candidate.strip(marker[0]):
-                    break
-                j += 1
-            last = min(j, len(lines) - 1)
-            blocks.append((offsets[i], offsets[last] + len(lines[last]), path, False))
-            i = last + 1
+    for block in iter_blocks(text):
+        if block.kind == "blank":
             continue
-        heading = _HEADING.match(line.rstrip("\r\n"))
-        underline = _SETEXT.match(line.rstrip("\r\n")) if paragraph_start == i - 1 else None
-        if heading:
-            close_paragraph(i)
-            enter_heading(len(heading.group(1)), (heading.group(2) or "").strip())
-            blocks.append((offsets[i], offsets[i] + len(line), path, True))
-        elif underline and not _NOT_SETEXT_TEXT.match(lines[i - 1]):
-            paragraph_start = None  # the line above is the heading's text
-            enter_heading(1 if underline.group(1)[0] == "=" else 2, lines[i - 1].strip())
-            blocks.append((offsets[i - 1], offsets[i] + len(line), path, True))
-        elif not stripped:
-            close_paragraph(i)
-        elif paragraph_start is None:
-            paragraph_start = i
-        i += 1
-    close_paragraph(len(lines))
-    trimmed = []
-    for start, end, heading_path, is_heading in blocks:
-        start, end = _trim(text, start, end)
+        is_heading = block.kind == "heading"
+        if is_heading:
+            while stack and stack[-1][0] >= block.level:
+                stack.pop()
+            if block.text:
+                stack.append((block.level, block.text))
+            path = " > ".join(title for _, title in stack)
+        start, end = _trim(text, block.start, block.end)
         if start < end:
-            trimmed.append((start, end, heading_path, is_heading))
-    return trimmed
+            blocks.append((start, end, path, is_heading))
+    return blocks
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

@@ -8,15 +8,14 @@ Everything else is kept in ``Memory.extra``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from memrouter.model import CHANNELS, STATUSES, Memory, channel_for_kind
 from memrouter.store import frontmatter
+from memrouter.store.markdown import iter_blocks
 
 __all__ = ["content_hash", "sha256_hex", "parse_memory", "first_heading"]
 
-_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _CONFIDENCE_WORDS = {"high": 0.9, "medium": 0.6, "med": 0.6, "low": 0.3}
 _STRING_FIELDS = (
     "source",
@@ -52,17 +51,14 @@ def content_hash(text: str) -> str:
 
 
 def first_heading(body: str) -> str | None:
-    """The text of the first level-1 ``# `` heading outside code fences."""
-    in_fence = False
-    for line in body.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
-            in_fence = not in_fence
-            continue
-        if not in_fence and line.startswith("# "):
-            match = _HEADING.match(line)
-            if match:
-                return match.group(1).strip()
+    """The text of the first level-1 heading that has text, as ``store.markdown`` reads it.
+
+    Both ``# Title`` and a line underlined with ``===`` count; a ``#`` line
+    inside a code fence or the front matter does not.
+    """
+    for block in iter_blocks(body):
+        if block.kind == "heading" and block.level == 1 and block.text:
+            return block.text
     return None
 
 
