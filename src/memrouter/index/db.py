@@ -262,13 +262,14 @@ def connect(path: Path | str, *, uri: bool = False) -> IndexConnection:
 def begin_immediate(conn: sqlite3.Connection) -> None:
     """``BEGIN IMMEDIATE``, waiting for other writers with bounded, jittered retries.
 
-    Each refused attempt is counted in ``conn.busy_waits``; past
+    Each transaction that had to wait is counted in ``conn.busy_waits``; past
     ``conn.write_wait`` seconds in all, ``IndexBusy`` is raised.
     """
     wait = float(getattr(conn, "write_wait", DEFAULT_WRITE_WAIT))
     deadline = time.monotonic() + wait
     attempt = 0
-    conn.execute(f"PRAGMA busy_timeout = {BEGIN_SLICE_MS}")
+    # The first attempt does not wait at all, so every write that had to wait is counted.
+    conn.execute("PRAGMA busy_timeout = 0")
     try:
         while True:
             try:
@@ -277,8 +278,9 @@ def begin_immediate(conn: sqlite3.Connection) -> None:
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc):
                     raise
-                if isinstance(conn, IndexConnection):
+                if attempt == 0 and isinstance(conn, IndexConnection):
                     conn.busy_waits += 1
+                    conn.execute(f"PRAGMA busy_timeout = {BEGIN_SLICE_MS}")
                 if time.monotonic() >= deadline:
                     raise IndexBusy(
                         f"the index was locked by other processes for over {wait:.0f} s; try again"

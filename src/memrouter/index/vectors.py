@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memrouter.errors import BackendNotInstalled, IndexCorrupt, InvalidInput, NotFound
+from memrouter.errors import IndexCorrupt, InvalidInput, NotFound, NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np
@@ -300,7 +300,7 @@ def _usearch_index_class() -> Any:
     try:
         from usearch.index import Index
     except ImportError as exc:
-        raise BackendNotInstalled("usearch", USEARCH_HINT) from exc
+        raise NotInstalled("usearch", USEARCH_HINT) from exc
     return Index
 
 
@@ -322,7 +322,7 @@ def open_searcher(
         return ExactSearch(matrix)
     try:
         _usearch_index_class()
-    except BackendNotInstalled:
+    except NotInstalled:
         return ExactSearch(matrix)
     if hnsw_path is not None and hnsw_path.is_file():
         try:
