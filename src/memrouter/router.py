@@ -19,7 +19,7 @@ from _thread import RLock  # threading.RLock is this type; importing threading c
 from pathlib import Path
 
 from memrouter.config import Config
-from memrouter.errors import IndexCorrupt, InvalidInput, NotFound, StorageError
+from memrouter.errors import IndexBusy, IndexCorrupt, InvalidInput, NotFound, StorageError
 from memrouter.index import db, queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.lexical import LexicalIndex, snippet
@@ -49,6 +49,9 @@ log = LazyLogger(__name__)
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "Search").
 CANDIDATE_POOL = 50
+# A refresh before a read waits at most this long for other writers (seconds),
+# then the read is answered from the index as it is.
+READ_REFRESH_WAIT = 2.0
 
 
 class Router:
@@ -77,6 +80,8 @@ class Router:
         self._configured: ConfiguredBackends | None = None
         # Writes whose file stands but whose index update waited too long (picked up by the next refresh).
         self._unindexed: builtins.list[str] = []
+        # Reads answered from the index as it was, because a refresh could not get the write lock.
+        self._stale_reads = 0
 
     @classmethod
     def open(
@@ -249,17 +254,30 @@ class Router:
 
     def _ensure_fresh(self) -> None:
         """Refresh when files may have changed: always the first time, then on
-        file-system events (or every ``refresh_interval`` seconds without them)."""
-        if self._last_check == float("-inf"):
-            self.refresh()
-            return
+        file-system events (or every ``refresh_interval`` seconds without them).
+
+        When other processes hold the index's write lock past the wait limit,
+        reads go on from the index as it is (WAL readers never wait) and the
+        refresh is tried again on the next read.
+        """
         watcher = self._watcher
-        if watcher is not None and watcher.available:
-            if watcher.changed():
+        if self._last_check != float("-inf"):
+            if watcher is not None and watcher.available:
+                if not watcher.changed():
+                    return
                 watcher.watch_tree()
-                self.refresh()
-        elif time.monotonic() - self._last_check >= self.config.search.refresh_interval:
+            elif time.monotonic() - self._last_check < self.config.search.refresh_interval:
+                return
+        conn = self._conn
+        saved, conn.write_wait = conn.write_wait, min(conn.write_wait, READ_REFRESH_WAIT)
+        try:
             self.refresh()
+        except IndexBusy as exc:
+            log.warning("index refresh skipped: %s", exc)
+            self._stale_reads += 1
+            self._last_check = float("-inf")  # try again on the next read
+        finally:
+            self._conn.write_wait = saved
 
     # -- reading -----------------------------------------------------------
     def search(
@@ -564,6 +582,7 @@ class Router:
                 "last_refresh": report.to_dict() if report else None,
                 "busy_waits": self._conn.busy_waits,
                 "unindexed_writes": builtins.list(self._unindexed),
+                "stale_reads": self._stale_reads,
                 "last_repair": found["last_repair"],
                 "kept_damaged_files": self._index.kept_corrupt(),
             },

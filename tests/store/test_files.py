@@ -88,11 +88,22 @@ def test_bad_names_never_touch_the_disk(tmp_path: Path) -> None:
     assert not (tmp_path / "root").exists() or not any((tmp_path / "root").rglob("*"))
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can read anything")
-def test_unreadable_file_raises_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "locked.md").write_text("x")
-    (tmp_path / "locked.md").chmod(0)
+def test_unreadable_files_raise_a_clear_error_and_never_stop_a_scan(tmp_path: Path) -> None:
+    """Files no one can read, as any user: a symbolic link loop, a folder named like a memory, a FIFO."""
     from memrouter.errors import MemoryRouterError
 
-    with pytest.raises(MemoryRouterError, match="cannot read"):
-        MemoryStore(tmp_path).read("locked")
+    (tmp_path / "good.md").write_text("# Good\n")
+    (tmp_path / "loop.md").symlink_to("loop.md")
+    (tmp_path / "folder.md").mkdir()
+    os.mkfifo(tmp_path / "fifo.md")
+    store = MemoryStore(tmp_path)
+    assert [stat.name for stat in store.scan()] == ["good"]
+    with pytest.raises(MemoryRouterError, match="symbolic link"):
+        store.read("loop")
+    with pytest.raises(NotFound, match="folder"):
+        store.read("folder")
+    with pytest.raises(NotFound, match="not a regular file"):
+        store.read("fifo")  # opened without blocking: a FIFO never hangs the reader
+    with pytest.raises(NotFound):
+        store.delete("fifo")
+    assert (tmp_path / "fifo.md").exists()

@@ -63,8 +63,6 @@ BUSY_TIMEOUT_MS = 5000
 BEGIN_SLICE_MS = 50
 # How long a write waits for the write lock in all, by default (seconds).
 DEFAULT_WRITE_WAIT = 30.0
-# Moved-aside damaged files kept next to the index (the newest ones).
-KEEP_CORRUPT = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,9 +493,9 @@ class IndexFile:
             path.replace(aside)
         for suffix in ("-wal", "-shm", "-journal"):
             self._side(suffix).unlink(missing_ok=True)
-        kept = sorted(path.parent.glob(f"{path.name}.corrupt-*"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in kept[KEEP_CORRUPT:]:
-            old.unlink(missing_ok=True)
+        for old in path.parent.glob(f"{path.name}.corrupt-*"):
+            if old != aside:  # only the newest damaged file is kept, for a post-mortem
+                old.unlink(missing_ok=True)
         return aside
 
     def _memory_index(self, reason: str) -> IndexConnection:

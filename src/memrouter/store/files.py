@@ -154,7 +154,7 @@ class MemoryStore:
                     if not entry_name.endswith(SUFFIX) or not entry.is_file():
                         continue
                     stat = entry.stat()
-                except OSError:
+                except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (pathlib)
                     continue
                 if entry_name.endswith(SUFFIX + SUFFIX):
                     misnamed.append(prefix + entry_name)

@@ -114,4 +114,6 @@ def path_for_name(root: Path, name: str, *, strict: bool = True) -> Path:
         probe.resolve().relative_to(resolved_root)
     except ValueError as exc:
         raise InvalidInput(f"memory name {name!r} points outside the memories root") from exc
+    except (RuntimeError, OSError) as exc:  # pathlib reports a symbolic link loop as RuntimeError
+        raise InvalidInput(f"memory name {name!r} cannot be read: its file is a symbolic link loop") from exc
     return path
