@@ -222,17 +222,18 @@ def get(state: State, name: str, fmt: str) -> None:
 @click.argument("prefix", required=False)
 @click.option("--channel", multiple=True, help="Only these channels (repeatable).")
 @click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
 @click.option("--status", "statuses", multiple=True, help=f"Only these statuses ({', '.join(STATUSES)}; repeatable).")
 @FORMAT
 @pass_state
 @handle_errors
 def list_(
-    state: State, prefix: str | None, channel: tuple[str, ...], kind: tuple[str, ...], tag: tuple[str, ...],
-    statuses: tuple[str, ...], fmt: str,
+    state: State, prefix: str | None, channel: tuple[str, ...], kind: tuple[str, ...], scope: tuple[str, ...],
+    tag: tuple[str, ...], statuses: tuple[str, ...], fmt: str,
 ) -> None:  # fmt: skip
     """List memories (optionally those whose name starts with PREFIX)."""
-    items = state.router().list(prefix, channels=channel, kinds=kind, tags=tag, statuses=statuses)
+    items = state.router().list(prefix, channels=channel, kinds=kind, scopes=scope, tags=tag, statuses=statuses)
 
     def text() -> str:
         if not items:

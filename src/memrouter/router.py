@@ -395,11 +395,14 @@ class Router:
         *,
         channels: Iterable[str] | str | None = None,
         kinds: Iterable[str] | str | None = None,
-        tags: Iterable[str] | str | None = None,
+        scopes: Iterable[str] | str | None = None,
         statuses: Iterable[str] | str | None = None,
+        tags: Iterable[str] | str | None = None,
     ) -> builtins.list[MemorySummary]:
-        """The indexed memories (optionally under ``prefix`` and passing the filters), by name."""
-        filters = make_filters(channels=channels, kinds=kinds, tags=tags, statuses=statuses, prefix=prefix)
+        """The indexed memories (optionally under ``prefix`` and passing the filters ``search`` takes), by name."""
+        filters = make_filters(
+            channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
+        )
 
         def listed() -> builtins.list[MemorySummary]:
             self._ensure_fresh()

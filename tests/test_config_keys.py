@@ -1,0 +1,126 @@
+"""Every documented key of memrouter.toml has an effect (each test fails if its key is ignored)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+from helpers import write
+
+from memrouter import Router
+from memrouter.config import KNOWN_KEYS
+
+
+def configured(memories: Path, toml: str) -> Path:
+    """Write ``memrouter.toml`` in the project of ``memories`` (the sample project)."""
+    (memories.parent.parent / "memrouter.toml").write_text(toml, encoding="utf-8")
+    return memories
+
+
+def open_router(memories: Path, tmp_path: Path, *, watch: bool = False) -> Router:
+    return Router.open(root=memories, index_dir=tmp_path / "idx", watch=watch)
+
+
+def test_search_limit_is_the_default_everywhere(memories: Path, tmp_path: Path) -> None:
+    configured(memories, "[search]\nlimit = 2\nmode = \"lexical\"\n")
+    for n in range(5):
+        write(memories, f"more/flaky-{n}", f"# Flaky {n}\n\nflaky tests again\n")
+    with open_router(memories, tmp_path) as router:
+        assert len(router.search("flaky")) == 2
+        assert len(router.search("flaky", limit=4)) == 4
+
+        from memrouter.mcp.service import MemoryService
+
+        assert len(MemoryService(router).search("flaky")["results"]) == 2
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search", "flaky", "--format", "json"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.count('"name"') == 2
+
+
+def test_search_mode_is_the_default_for_the_library_and_mcp(memories: Path, tmp_path: Path) -> None:
+    configured(memories, '[search]\nmode = "lexical"\n[embed]\nmodel = "hash"\n')
+    with open_router(memories, tmp_path) as router:
+        router.refresh(embed=True)  # with vectors, hybrid would fuse two retrievers
+        assert router.effective_mode() == "lexical"
+        assert {m.retriever for hit in router.search("postgres") for m in hit.why} == {"lexical"}
+
+        from memrouter.mcp.service import MemoryService
+
+        found = MemoryService(router).search("postgres")
+        assert found["mode"] == "lexical" and found["retrievers"] == ["lexical"]
+
+
+def test_rrf_k_and_weights_set_the_fused_scores(memories: Path, tmp_path: Path) -> None:
+    configured(memories, '[search]\nrrf_k = 7\n[search.weights]\nlexical = 2.0\ndense = 0.5\n[embed]\nmodel = "hash"\n')
+    with open_router(memories, tmp_path) as router:
+        router.refresh(embed=True)
+        hits = router.search("postgres transactions", mode="hybrid")
+        weights = {"lexical": 2.0, "dense": 0.5}
+        assert len(hits[0].why) == 2
+        for hit in hits:
+            assert hit.score == round(sum(weights[m.retriever] / (7 + m.rank) for m in hit.why), 6)
+
+
+def test_refresh_interval_decides_when_a_long_running_router_looks_again(memories: Path, tmp_path: Path) -> None:
+    for interval, seen in ((3600, False), (0, True)):
+        configured(memories, f"[search]\nrefresh_interval = {interval}\n")
+        with open_router(memories, tmp_path / str(interval)) as router:  # no watcher: the interval alone decides
+            router.search("postgres", mode="lexical")
+            write(memories, f"late/arrival-{interval}", "# Late arrival\n\nzebra crossing\n")
+            found = [hit.name for hit in router.search("zebra", mode="lexical")]
+            assert (f"late/arrival-{interval}" in found) is seen
+
+
+def test_embed_model_picks_the_embedder(memories: Path, tmp_path: Path) -> None:
+    configured(memories, '[embed]\nmodel = "hash"\n')
+    with open_router(memories, tmp_path) as router:
+        router.refresh(embed=True)
+        dense = router.status()["dense"]
+        assert dense["embedder"] == "hash" and dense["model"].startswith("hash-") and dense["chunks"] > 0
+
+
+def test_index_write_wait_bounds_how_long_a_write_waits(memories: Path, tmp_path: Path) -> None:
+    configured(memories, "[index]\nwrite_wait = 0.25\n")
+    with open_router(memories, tmp_path) as router:
+        assert router._conn.write_wait == 0.25
+        assert router.status()["config"]["write_wait"] == 0.25
+
+
+def test_unknown_keys_are_reported_by_status(memories: Path, tmp_path: Path) -> None:
+    configured(memories, "[serach]\nmode = \"lexical\"\n[search]\nlimt = 2\n[search.weights]\ndnese = 1.0\n")
+    with open_router(memories, tmp_path) as router:
+        status = router.status()
+        assert status["config"]["unknown_keys"] == ["search.limt", "search.weights.dnese", "serach"]
+        assert "unknown configuration key 'search.limt' (ignored)" in status["warnings"]
+
+
+def test_every_known_key_is_documented_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for section, keys in KNOWN_KEYS.items():
+        for key in keys:
+            if section in ("", "search.weights"):
+                continue
+            assert f"\n{key} =" in readme or f"[{section}.{key}]" in readme, f"{section}.{key} is not in the README"
+
+
+def test_mcp_search_without_a_mode_uses_the_configured_one(memories: Path, tmp_path: Path) -> None:
+    configured(memories, '[search]\nmode = "lexical"\nlimit = 1\n')
+
+    async def call() -> dict[str, object]:
+        from mcp import Client
+
+        from memrouter.mcp.server import create_server
+        from memrouter.mcp.service import MemoryService
+
+        with open_router(memories, tmp_path) as router:
+            async with Client(create_server(MemoryService(router))) as client:
+                result = await client.call_tool("search_memory", {"query": "flaky"})
+                assert result.structured_content is not None
+                return dict(result.structured_content)
+
+    data = anyio.run(call)
+    assert data["mode"] == "lexical" and len(data["results"]) == 1  # type: ignore[arg-type]
