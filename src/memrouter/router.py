@@ -64,7 +64,8 @@ class Router:
 
     def __init__(self, config: Config, *, watch: bool = True) -> None:
         self.config = config
-        readonly = not os.access(config.root, os.W_OK)
+        existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
+        readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
         self._lock = RLock()
         self._index = db.IndexFile(config.index_path, write_wait=config.index.write_wait)

@@ -230,7 +230,7 @@ def schema_damaged(conn: sqlite3.Connection) -> bool:
     return not set(REQUIRED_TABLES) <= present
 
 
-def storage_error(exc: sqlite3.Error, path: Path | str) -> StorageError:
+def storage_error(exc: BaseException, path: Path | str) -> StorageError:
     """The library's error for a SQLite error that is neither damage nor handled busy-ness."""
     if is_busy(exc):
         return IndexBusy(f"the index {path} is busy (other processes are writing to it); try again")

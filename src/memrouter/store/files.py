@@ -265,7 +265,7 @@ class MemoryStore:
     def _work_dir(self) -> Path:
         area = self.root / WRITE_AREA
         if not area.is_dir():
-            area.mkdir(exist_ok=True)
+            area.mkdir(parents=True, exist_ok=True)
             ignore = area / ".gitignore"
             if not ignore.exists():
                 ignore.write_text("# memrouter's lock and temporary files: never commit them\n*\n")
