@@ -37,16 +37,38 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def test_lower_layers_never_import_the_interfaces() -> None:
-    for layer in ("store", "index", "embed", "backends", "sync"):
-        folder = SRC / layer
-        if not folder.is_dir():
-            continue
-        for path in folder.rglob("*.py"):
+# What each layer may import (docs/architecture.md "Layers"): its own modules and these.
+BASE = ("memrouter.errors", "memrouter.model", "memrouter.query", "memrouter.lazylog", "memrouter.registry")
+ALLOWED = {
+    "store": (*BASE, "memrouter.store"),
+    "embed": (*BASE, "memrouter.embed"),
+    "index": (*BASE, "memrouter.index", "memrouter.store", "memrouter.embed"),
+    "backends": (*BASE, "memrouter.backends", "memrouter.store"),
+    "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
+    "session": (*BASE, "memrouter.session"),
+}
+
+
+def test_each_layer_imports_only_what_is_below_it() -> None:
+    for layer, allowed in ALLOWED.items():
+        for path in (SRC / layer).rglob("*.py"):
             for module in _imports(path):
-                assert not module.startswith(("memrouter.cli", "memrouter.mcp_server", "memrouter.router")), (
-                    f"{path.relative_to(SRC)} imports {module}"
-                )
+                if module == "memrouter" or module.startswith("memrouter."):
+                    assert module.startswith(allowed), f"{path.relative_to(SRC)} imports {module}"
+
+
+def test_the_console_script_depends_one_way() -> None:
+    assert not any(m.startswith("memrouter.cli") for m in _imports(SRC / "search_command.py"))
+    assert not any(m.startswith(("memrouter.console", "memrouter.search_command.main")) for m in _imports(SRC / "cli.py"))
+
+
+def test_no_module_is_over_500_lines() -> None:
+    long = [
+        f"{path.relative_to(SRC)}: {count}"
+        for path in SRC.rglob("*.py")
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > 500
+    ]
+    assert long == []
 
 
 def test_every_error_descends_from_the_root() -> None:

@@ -1,4 +1,4 @@
-"""The canonical-first merge of external hits into the canonical results (DESIGN.md).
+"""The canonical-first merge of external hits into the canonical results (docs/architecture.md "A search").
 
 Canonical hits come first, in their own order. An external hit is appended
 only when it brings something new: its SHA-256 content hash matches no hit

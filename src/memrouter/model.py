@@ -27,7 +27,7 @@ MODES = ("hybrid", "lexical", "semantic")
 CHANNELS = ("long_term", "sprint", "team", "short_term")
 STATUSES = ("active", "obsolete", "pending_review")
 
-# The channel a kind implies when the memory names none (DESIGN.md "Channels").
+# The channel a kind implies when the memory names none.
 KIND_CHANNEL: dict[str, str] = {
     "adr": "long_term",
     "pattern": "long_term",
@@ -189,7 +189,7 @@ class Hit:
     content: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of DESIGN.md's search contract (plus snippet and kind)."""
+        """The JSON shape of the search contract (README "Command line"), plus snippet and kind."""
         data: dict[str, Any] = {
             "name": self.name,
             "title": self.title,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memrouter.errors import MemoryRouterError
-from memrouter.index.db import transaction
+from memrouter.index.connection import transaction
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical import filter_sql
 from memrouter.lazylog import LazyLogger

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrouter.index.db import iter_memory_rows, transaction
+from memrouter.index.connection import transaction
+from memrouter.index.schema import iter_memory_rows
 from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
 from memrouter.model import Memory

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memrouter.index.db import transaction
+from memrouter.index.connection import transaction
 
 __all__ = [
     "SyncRecord",
