@@ -43,7 +43,7 @@ def main() -> None:
     index_dir = args.index_dir or work / "index"
     try:
         with Router.open(root=corpus, index_dir=index_dir) as router:
-            reused = router._dense.has_vectors(router._conn)
+            reused = router._index.dense.has_vectors(router._conn)
             started = time.perf_counter()
             router.refresh(embed=True)
             build = time.perf_counter() - started
@@ -64,7 +64,7 @@ def main() -> None:
 
             queries = load_golden(GOLDEN)
             texts = [q.query for q in queries]
-            embedder = router._dense.embedder
+            embedder = router._index.dense.embedder
             embed_ms = []
             for _ in range(args.rounds):
                 for text in texts:

@@ -13,45 +13,38 @@ from __future__ import annotations
 
 import builtins
 import os
-import sqlite3
-import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
 from memrouter.config import Config
-from memrouter.errors import IndexBusy, IndexCorrupt, InvalidInput, NotFound, StorageError
-from memrouter.index import db, queries
+from memrouter.errors import InvalidInput, NotFound
+from memrouter.index import queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
-from memrouter.index.lexical import LexicalIndex, snippet
-from memrouter.index.refresh import Progress, RefreshReport, delete_memory, refresh_index, upsert_memory, write_transaction
+from memrouter.index.keeper import IndexKeeper
+from memrouter.index.lexical import snippet
+from memrouter.index.refresh import Progress, RefreshReport
 from memrouter.lazylog import LazyLogger
 from memrouter.model import MODES, Filters, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters
-from memrouter.store.files import MemoryStore, Written
+from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from typing import Any, TypeVar
+    from collections.abc import Iterable
+    from typing import Any
 
-    from memrouter.backends.configured import ConfiguredBackends
-    from memrouter.index.dense import DenseIndex
+    from memrouter.external import ExternalServices
+    from memrouter.index.connection import IndexConnection
     from memrouter.index.fusion import Fused
-    from memrouter.store.watch import ChangeWatcher
-
-    T = TypeVar("T")
 
 __all__ = ["Router", "CANONICAL"]
 
 log = LazyLogger(__name__)
 
 CANONICAL = "canonical"
-# Each retriever returns this many candidates before fusion (docs/architecture.md "Search").
+# Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
 CANDIDATE_POOL = 50
-# A refresh before a read waits at most this long for other writers (seconds),
-# then the read is answered from the index as it is.
-READ_REFRESH_WAIT = 2.0
 
 
 class Router:
@@ -68,21 +61,12 @@ class Router:
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
         self._lock = RLock()
-        self._index = db.IndexFile(config.index_path, write_wait=config.index.write_wait)
-        self._last_check = float("-inf")
-        self._last_report: RefreshReport | None = None
-        self._lexical = LexicalIndex()
-        # Dense retrieval loads on first use (see ``_dense``), never for lexical search.
-        self._dense_index: DenseIndex | None = None
-        self._dense_checked: str | None = None
-        self._watch = watch
-        self._watcher: ChangeWatcher | None = None
-        # External backends, built from config.backends on first need (see _external).
-        self._configured: ConfiguredBackends | None = None
-        # Writes whose file stands but whose index update waited too long (picked up by the next refresh).
-        self._unindexed: builtins.list[str] = []
-        # Reads answered from the index as it was, because a refresh could not get the write lock.
-        self._stale_reads = 0
+        self._index = IndexKeeper(
+            self.store, config.index_path, self._lock, embedder=config.embedder, write_wait=config.index.write_wait,
+            refresh_interval=config.search.refresh_interval, watch=watch,
+        )  # fmt: skip
+        # External services, built from config.backends on first need (see _external).
+        self._services: ExternalServices | None = None
 
     @classmethod
     def open(
@@ -102,10 +86,8 @@ class Router:
 
     def close(self) -> None:
         with self._lock:
-            if self._watcher is not None:
-                self._watcher.close()
-            if self._configured is not None:
-                self._configured.close()
+            if self._services is not None:
+                self._services.close()
             self._index.close()
 
     def __enter__(self) -> Router:
@@ -115,75 +97,13 @@ class Router:
         self.close()
 
     @property
-    def _conn(self) -> db.IndexConnection:
+    def _conn(self) -> IndexConnection:
         return self._index.conn
 
     @property
     def warnings(self) -> builtins.list[str]:
         """What went wrong with the index in this process (repairs, fallbacks)."""
-        return builtins.list(self._index.warnings)
-
-    @property
-    def _external(self) -> ConfiguredBackends:
-        """The configured external backends (none is built or connected until used)."""
-        with self._lock:  # one set per router, however many threads ask first
-            if self._configured is None:
-                from memrouter.backends.configured import ConfiguredBackends
-
-                self._configured = ConfiguredBackends(self.config.backends)
-            return self._configured
-
-    @property
-    def _dense(self) -> DenseIndex:
-        """The dense retriever, imported and built on first use (the model loads later still)."""
-        with self._lock:
-            if self._dense_index is None:
-                from memrouter.index.dense import DenseIndex
-
-                # An index in memory has its own generations: it must not share the file caches.
-                cache = None if self._index.in_memory else self.config.index_dir
-                self._dense_index = DenseIndex(cache, self.config.embedder)
-            return self._dense_index
-
-    # -- the index: every use goes through _indexed -------------------------
-    def _indexed(self, work: Callable[[], T]) -> T:
-        """Run ``work`` against the index, answering damage with a repair and one retry.
-
-        A busy index is waited for inside ``work`` (``db.begin_immediate``);
-        any other SQLite error becomes a ``StorageError`` with a clear message.
-        """
-        from memrouter.index.postings import PostingsDamaged
-
-        with self._lock:
-            try:
-                return work()
-            except PostingsDamaged as exc:
-                log.warning("index %s: %s; rebuilding the postings", self.config.index_path, exc)
-                self._repair_postings()
-                return work()
-            except (sqlite3.DatabaseError, IndexCorrupt) as exc:
-                if not (db.is_damage(exc) or db.schema_damaged(self._conn)):
-                    raise db.storage_error(exc, self.config.index_path) from exc
-                self._recover(exc)
-            try:
-                return work()
-            except sqlite3.Error as exc:
-                raise db.storage_error(exc, self.config.index_path) from exc
-
-    def _recover(self, exc: BaseException) -> None:
-        """Damage found during use: repair the file (or fall back to memory) and forget every cache."""
-        self._index.recover(exc)
-        self._lexical = LexicalIndex()
-        self._dense_index = None
-        self._dense_checked = None
-        self._last_check = float("-inf")
-
-    def _repair_postings(self) -> None:
-        from memrouter.index.refresh import rebuild_postings
-
-        with db.transaction(self._conn):
-            rebuild_postings(self._conn)
-        self._lexical = LexicalIndex()
+        return builtins.list(self._index.file.warnings)
 
     def refresh(
         self,
@@ -202,20 +122,9 @@ class Router:
         use); ``None`` does so only if the dense index is already in use;
         ``reembed`` drops vectors made by another model first.
         """
-        with self._lock:
-            report = self._indexed(lambda: self._refresh_lexical(full, progress))
-            if full:
-                self._indexed(self._check_deeply)
-            if embed or reembed or (embed is None and self._indexed(lambda: self._dense.has_vectors(self._conn))):
-                self._indexed(lambda: self._dense.embed_pending(self._conn, progress=embed_progress, reembed=reembed))
-                self._dense_checked = queries.generation(self._conn)
-            return report
-
-    def _check_deeply(self) -> None:
-        problems = db.integrity_problems(self._conn)
-        if problems:
-            raise IndexCorrupt(f"integrity check failed: {'; '.join(problems[:3])}")
-        self._repair_postings()
+        return self._index.refresh(
+            full=full, progress=progress, embed=embed, embed_progress=embed_progress, reembed=reembed
+        )
 
     def effective_mode(self, mode: str | None = None) -> str:
         """The mode a search will use.
@@ -229,56 +138,9 @@ class Router:
         if mode not in MODES:
             raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
         if mode == "hybrid":
-            return mode if self._indexed(lambda: self._dense.has_vectors(self._conn)) else "lexical"
+            has_vectors = self._index.indexed(lambda: self._index.dense.has_vectors(self._conn))
+            return mode if has_vectors else "lexical"
         return mode
-
-    def _refresh_lexical(self, full: bool, progress: Progress | None) -> RefreshReport:
-        if self._watch and self._watcher is None:
-            # Watch before scanning, so a change during the scan is seen next time.
-            from memrouter.store.watch import ChangeWatcher
-
-            self._watcher = ChangeWatcher(self.config.root)
-        report = refresh_index(self._conn, self.store, full=full, progress=progress)
-        self._last_check = time.monotonic()
-        self._last_report = report
-        self._unindexed.clear()
-        if not self.store.readonly and self.store.stray_temps:
-            from memrouter.store.files import remove_stale_temps
-
-            remove_stale_temps(self.config.root / ".memrouter-write" / "tmp", self.store.stray_temps)
-        unreadable = {n: p for n, p in report.problems.items() if "not indexed" in p or "unreadable" in p}
-        unreadable.update({f: "the name ends in .md twice; rename the file to one .md" for f in self.store.misnamed})
-        if unreadable or report.changed or report.removed:
-            with db.transaction(self._conn):
-                queries.record_file_problems(self._conn, unreadable)
-        return report
-
-    def _ensure_fresh(self) -> None:
-        """Refresh when files may have changed: always the first time, then on
-        file-system events (or every ``refresh_interval`` seconds without them).
-
-        When other processes hold the index's write lock past the wait limit,
-        reads go on from the index as it is (WAL readers never wait) and the
-        refresh is tried again on the next read.
-        """
-        watcher = self._watcher
-        if self._last_check != float("-inf"):
-            if watcher is not None and watcher.available:
-                if not watcher.changed():
-                    return
-                watcher.watch_tree()
-            elif time.monotonic() - self._last_check < self.config.search.refresh_interval:
-                return
-        conn = self._conn
-        saved, conn.write_wait = conn.write_wait, min(conn.write_wait, READ_REFRESH_WAIT)
-        try:
-            self.refresh()
-        except IndexBusy as exc:
-            log.warning("index refresh skipped: %s", exc)
-            self._stale_reads += 1
-            self._last_check = float("-inf")  # try again on the next read
-        finally:
-            self._conn.write_wait = saved
 
     # -- reading -----------------------------------------------------------
     def search(
@@ -312,18 +174,18 @@ class Router:
         )
         mode = self.effective_mode(mode)
         if origin is not None and origin != CANONICAL:
-            return self._search_backend(origin, query, limit, content)
+            return self._external.search_one(origin, query, limit, content)
 
         def canonical() -> builtins.list[Hit]:
-            self._ensure_fresh()
+            self._index.ensure_fresh()
             if mode != "lexical":
-                self._ensure_embedded()
+                self._index.ensure_embedded()
             return self._search_canonical(query, limit, mode, filters, content)
 
-        hits = self._indexed(canonical)
+        hits = self._index.indexed(canonical)
         if origin == CANONICAL or not self.config.backends or not filters.empty:
             return hits
-        return self._augment(query, limit, hits, content)
+        return self._external.augment(query, limit, hits, content)
 
     def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> builtins.list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
@@ -359,26 +221,19 @@ class Router:
         """Each retriever's top ``pool`` for the query, filters applied inside each."""
         lists: dict[str, builtins.list[Ranked]] = {}
         if mode in ("hybrid", "lexical"):
-            lists["lexical"] = self._lexical.search(self._conn, query, filters, limit=pool)
+            lists["lexical"] = self._index.lexical.search(self._conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
-            lists["dense"] = self._dense.search(self._conn, query, filters, limit=pool)
+            lists["dense"] = self._index.dense.search(self._conn, query, filters, limit=pool)
         return lists
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
 
         def measure() -> dict[str, Any]:
-            self._ensure_fresh()
-            return self._dense.measure_recall(self._conn, k=k, samples=samples)
+            self._index.ensure_fresh()
+            return self._index.dense.measure_recall(self._conn, k=k, samples=samples)
 
-        return self._indexed(measure)
-
-    def _ensure_embedded(self) -> None:
-        """Embed memories added or changed since the last check (cheap when none)."""
-        generation = queries.generation(self._conn)
-        if generation != self._dense_checked:
-            self._dense.embed_pending(self._conn)
-            self._dense_checked = generation
+        return self._index.indexed(measure)
 
     def _content_of(self, name: str) -> str | None:
         try:
@@ -406,10 +261,10 @@ class Router:
         )
 
         def listed() -> builtins.list[MemorySummary]:
-            self._ensure_fresh()
+            self._index.ensure_fresh()
             return queries.summaries(self._conn, filters)
 
-        return self._indexed(listed)
+        return self._index.indexed(listed)
 
     # -- writing -----------------------------------------------------------
     def save(
@@ -449,7 +304,7 @@ class Router:
             raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
         with self._lock, self.store.lock(name):
             written = self.store.write(name, text, expected_hash=expected_hash)
-            self._index_written(written)
+            self._index.index_written(written)
         return written.memory
 
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
@@ -460,33 +315,9 @@ class Router:
         name = validate_name(name, strict=False)
         with self._lock, self.store.lock(name):
             memory = self.store.delete(name, expected_hash=expected_hash)
-            self._unindex(memory.name)
+            self._index.unindex(memory.name)
         log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
         return memory
-
-    def _index_written(self, written: Written) -> None:
-        """Index a memory just written; if the index cannot take it now, the file still stands."""
-
-        def upsert() -> None:
-            with write_transaction(self._conn) as writer:
-                upsert_memory(self._conn, writer, written.memory, written.mtime_ns, written.size)
-
-        self._index_or_defer(upsert, written.memory.name)
-
-    def _unindex(self, name: str) -> None:
-        def remove() -> None:
-            with write_transaction(self._conn) as writer:
-                delete_memory(self._conn, writer, name)
-
-        self._index_or_defer(remove, name)
-
-    def _index_or_defer(self, change: Callable[[], None], name: str) -> None:
-        try:
-            self._indexed(change)
-        except StorageError as exc:
-            log.warning("memory %s is written, but the index could not take it now (%s); the next refresh will", name, exc)
-            self._unindexed.append(name)
-            self._last_check = float("-inf")  # the next read refreshes first
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
     def edit(
@@ -507,7 +338,7 @@ class Router:
                 memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
             )
             written = self.store.write(memory.name, text, expected_hash=memory.hash)
-            self._index_written(written)
+            self._index.index_written(written)
         return written.memory, count
 
     def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
@@ -532,8 +363,8 @@ class Router:
                 except (Conflict, NotFound):
                     self.store.delete(moved.memory.name, expected_hash=moved.memory.hash)
                     raise
-                self._unindex(memory.name)
-                self._index_written(moved)
+                self._index.unindex(memory.name)
+                self._index.index_written(moved)
             rewritten: builtins.list[str] = []
             for stat in builtins.list(self.store.scan()):
                 with self.store.lock(stat.name):
@@ -543,7 +374,7 @@ class Router:
                         continue
                     text, count = rewrite_references(other.text, memory.name, moved.memory.name)
                     if count:
-                        self._index_written(self.store.write(other.name, text, expected_hash=other.hash))
+                        self._index.index_written(self.store.write(other.name, text, expected_hash=other.hash))
                         rewritten.append(other.name)
             result = self.store.read(moved.memory.name) if moved.memory.name in rewritten else moved.memory
         return result, tuple(rewritten)
@@ -551,118 +382,50 @@ class Router:
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
-
-        def gather() -> dict[str, Any]:
-            self._ensure_fresh()
-            conn = self._conn
-            return {
-                "memories": queries.counts(conn),
-                "problems": queries.problems(conn),
-                "schema": queries.migrations(conn),
-                "last_repair": self._index.last_repair(),
-                "dense": self._dense.status(conn).to_dict() | {"embedder": self.config.embedder},
-            }
-
-        found = self._indexed(gather)
-        index_path = self.config.index_path
-        report = self._last_report
-        index_mode = "file" if not self._index.in_memory else ("read-only copy in memory" if self._index.read_only else "memory")
-        warnings = self.warnings
-        if self._unindexed:
-            warnings.append(
-                f"{len(self._unindexed)} write(s) are saved as files but not yet indexed (the index was busy); "
-                "the next refresh indexes them"
-            )
-        warnings += [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
+        index = self._index.status()
+        warnings = index.pop("warnings") + [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
         return {
             "root": str(self.config.root),
             "project": str(self.config.project_dir) if self.config.project_dir else None,
             "readonly": self.store.readonly,
-            "index": {
-                "path": str(index_path),
-                "mode": index_mode,
-                "size_bytes": index_path.stat().st_size if index_path.exists() and not self._index.in_memory else 0,
-                "schema": found["schema"],
-                "last_refresh": report.to_dict() if report else None,
-                "busy_waits": self._conn.busy_waits,
-                "unindexed_writes": builtins.list(self._unindexed),
-                "stale_reads": self._stale_reads,
-                "last_repair": found["last_repair"],
-                "kept_damaged_files": self._index.kept_corrupt(),
-            },
-            "memories": found["memories"],
-            "problems": found["problems"],
+            **index,
             "warnings": warnings,
-            "dense": found["dense"],
             "config": self.config.summary(),
             "backends": self.backend_status(),
         }
 
-    # -- external backends (memrouter.backends, memrouter.sync) -------------
+    # -- external backends (memrouter.external) -----------------------------
+    @property
+    def _external(self) -> ExternalServices:
+        """The configured external services (none is built or connected until used)."""
+        with self._lock:  # one set per router, however many threads ask first
+            if self._services is None:
+                from memrouter.external import ExternalServices
+
+                self._services = ExternalServices(self.config, lambda: self._conn, self._index.indexed, self._lock)
+            return self._services
+
     def backends(self) -> dict[str, Any]:
         """The configured external backends that could be built, by name (built on first call).
 
         A backend that cannot be built (not installed, bad settings) is left
         out and its error shown by ``status``; nothing connects here.
         """
-        return self._external.built()
+        return self._external.configured.built()
 
     def backend(self, name: str) -> Any:
         """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
-        return self._external.get(name)
-
-    def _search_backend(self, name: str, query: str, limit: int, content: bool) -> builtins.list[Hit]:
-        """Results from one backend only: the caller asked for it, so being down is an error."""
-        from memrouter.errors import BackendError, BackendUnavailable
-
-        backend = self.backend(name)
-        if not backend.available():
-            reason = backend.health.last_error or "unreachable"
-            raise BackendUnavailable(f"{name} is unavailable at {backend.endpoint}: {reason}")
-        try:
-            found = backend.search(query, limit)
-        except BackendError as exc:
-            self._external.note_error(backend, exc)
-            raise
-        return [hit.to_hit(content=content) for hit in found]
-
-    def _augment(self, query: str, limit: int, hits: builtins.list[Hit], content: bool) -> builtins.list[Hit]:
-        """Canonical ``hits`` plus what the healthy backends add (``memrouter.merge``)."""
-        from memrouter.errors import BackendError
-        from memrouter.merge import merge_hits
-        from memrouter.sync.state import mapped_remote_ids
-
-        if len(hits) >= limit:
-            return hits
-        external: dict[str, Any] = {}
-        for name, backend in self._external.flagged("search").items():
-            if not backend.available():
-                continue
-            try:
-                external[name] = backend.search(query, limit)
-            except BackendError as exc:
-                self._external.note_error(backend, exc)
-        if not external:
-            return hits
-        synced = self._indexed(
-            lambda: {
-                name: mapped_remote_ids(self._conn, name, [hit.remote_id for hit in found])
-                for name, found in external.items()
-            }
-        )
-        return merge_hits(hits, external, limit, synced, content=content)
+        return self._external.configured.get(name)
 
     def backend_status(self) -> builtins.list[dict[str, Any]]:
         """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        if not self.config.backends:
-            return []
-        return self._external.status(lambda backend: self._indexed(lambda: queries.synced_count(self._conn, backend)))
+        return self._external.status() if self.config.backends else []
 
     def _current_hashes(self) -> dict[str, str]:
         """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
         with self._lock:
             self.refresh()
-            return self._indexed(lambda: queries.current_hashes(self._conn))
+            return self._index.indexed(lambda: queries.current_hashes(self._conn))
 
     def sync(
         self,
@@ -679,20 +442,14 @@ class Router:
         (the entries the pre-commit hook queued; removed once synced to every
         backend). See ``memrouter.sync.engine`` for the rules.
         """
-        from memrouter.sync.run import run_sync
-
-        return run_sync(
-            self._external.for_sync(backend), self._conn, self.config, self.store.read, self._current_hashes,
-            self._lock, changes=changes, dry_run=dry_run, force=force,
-        )  # fmt: skip
+        return self._external.sync(
+            self.store.read, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
+        )
 
     def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[dict[str, Any]]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
-        from memrouter.sync.run import run_validate
-
         current = self._current_hashes()
-        targets = self._external.for_sync(backend)
-        return run_validate(targets, self._conn, current, self._lock, check_remote=check_remote)
+        return self._external.validate(current, backend=backend, check_remote=check_remote)
 
 
 def _dense_only_offset(item: Fused) -> int | None:

@@ -184,11 +184,11 @@ def test_postings_checksums_catch_damage_sqlite_cannot_see(router: Router) -> No
     assert db.integrity_problems(conn) == []  # SQLite's own check sees nothing
     with pytest.raises(PostingsDamaged):
         decode(flipped, "postgr")
-    router._lexical = type(router._lexical)()  # as a new process would
+    router._index.lexical = type(router._index.lexical)()  # as a new process would
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
     with db.transaction(conn):
         conn.execute("UPDATE terms SET postings = ? WHERE term = 'postgr'", (blob[:-1],))  # odd length
-    router._lexical = type(router._lexical)()
+    router._index.lexical = type(router._index.lexical)()
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
 
 

@@ -1,0 +1,114 @@
+"""The router's side of the external memory services: asking them, merging, syncing, reporting.
+
+``ExternalServices`` holds the configured backends (built and connected only
+when first used) and does for the Router what needs both them and the
+index: one backend's results, the canonical-first merge, sync and the
+freshness report. The rules live in ``memrouter.merge`` and ``memrouter.sync``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from memrouter.config import Config
+from memrouter.errors import BackendError, BackendUnavailable
+from memrouter.model import Hit
+
+__all__ = ["ExternalServices"]
+
+T = TypeVar("T")
+
+
+class ExternalServices:
+    """The configured backends of one router (see the module docstring).
+
+    ``indexed`` runs a function against the index the way the Router does
+    (repairing damage); ``conn`` gives the current index connection.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        conn: Callable[[], sqlite3.Connection],
+        indexed: Callable[[Callable[[], Any]], Any],
+        lock: Any,
+    ) -> None:
+        from memrouter.backends.configured import ConfiguredBackends
+
+        self.config = config
+        self._conn = conn
+        self._indexed = indexed
+        self._lock = lock
+        self.configured = ConfiguredBackends(config.backends)
+
+    def close(self) -> None:
+        self.configured.close()
+
+    def search_one(self, name: str, query: str, limit: int, content: bool) -> list[Hit]:
+        """Results from one backend only: the caller asked for it, so being down is an error."""
+        backend = self.configured.get(name)
+        if not backend.available():
+            reason = backend.health.last_error or "unreachable"
+            raise BackendUnavailable(f"{name} is unavailable at {backend.endpoint}: {reason}")
+        try:
+            found = backend.search(query, limit)
+        except BackendError as exc:
+            self.configured.note_error(backend, exc)
+            raise
+        return [hit.to_hit(content=content) for hit in found]
+
+    def augment(self, query: str, limit: int, hits: list[Hit], content: bool) -> list[Hit]:
+        """Canonical ``hits`` plus what the healthy backends add (``memrouter.merge``)."""
+        from memrouter.merge import merge_hits
+        from memrouter.sync.state import mapped_remote_ids
+
+        if len(hits) >= limit:
+            return hits
+        external: dict[str, Any] = {}
+        for name, backend in self.configured.flagged("search").items():
+            if not backend.available():
+                continue
+            try:
+                external[name] = backend.search(query, limit)
+            except BackendError as exc:
+                self.configured.note_error(backend, exc)
+        if not external:
+            return hits
+        synced = self._indexed(
+            lambda: {
+                name: mapped_remote_ids(self._conn(), name, [hit.remote_id for hit in found])
+                for name, found in external.items()
+            }
+        )
+        return merge_hits(hits, external, limit, synced, content=content)
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each backend: name, availability, endpoint, health-cache age, last error, sync count."""
+        from memrouter.index import queries
+
+        return self.configured.status(lambda backend: self._indexed(lambda: queries.synced_count(self._conn(), backend)))
+
+    def sync(
+        self,
+        read: Callable[[str], Any],
+        current_hashes: Callable[[], dict[str, str]],
+        *,
+        backend: str | None,
+        changes: str,
+        dry_run: bool,
+        force: bool,
+    ) -> list[Any]:
+        from memrouter.sync.run import run_sync
+
+        return run_sync(
+            self.configured.for_sync(backend), self._conn(), self.config, read, current_hashes, self._lock,
+            changes=changes, dry_run=dry_run, force=force,
+        )  # fmt: skip
+
+    def validate(self, current: dict[str, str], *, backend: str | None, check_remote: bool) -> list[Any]:
+        from memrouter.sync.run import run_validate
+
+        targets = self.configured.for_sync(backend)
+        return run_validate(targets, self._conn(), current, self._lock, check_remote=check_remote)
