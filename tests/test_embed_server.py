@@ -149,6 +149,83 @@ def test_body_that_is_not_a_json_object_is_a_400(served: Served, body: bytes) ->
     assert status == 400 and answer["error"]["message"]
 
 
+DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "code", "words"),
+    [
+        (b'{"input": "\\ud800"}', {}, "invalid_unicode", "input[0]"),
+        (b'{"input": ["ok", "a\\udcffb"]}', {}, "invalid_unicode", "U+DCFF"),
+        (b'{"input": "x", "model": "\\ud800"}', {}, "invalid_unicode", "'model'"),
+        (DEEP, {}, "invalid_json", "too deeply"),
+        (b'{"input": ' + DEEP + b"}", {}, "invalid_json", "too deeply"),
+        (b'{"input": "x", "dimensions": NaN}', {}, "invalid_json", "NaN"),
+        (b'{"input": "x", "dimensions": -Infinity}', {}, "invalid_json", "Infinity"),
+        (b'{"input": "x", "dimensions": 1e999999}', {}, "invalid_json", "out of range"),
+        (b'{"input": "x", "dimensions": 1' + b"0" * 5000 + b"}", {}, "invalid_json", "digits"),
+        (b'{"input": "x", "dimensions": 384.0}', {}, None, "whole number"),
+        (b'{"input": "x", "dimensions": true}', {}, None, "whole number"),
+        (b'{"input": "\xff\xfe"}', {}, "invalid_json", "not UTF-8"),
+        ('{"input": "x"}'.encode("utf-16"), {}, "invalid_json", "UTF-8"),
+        (b'\xef\xbb\xbf{"input": "x"}', {}, "invalid_json", "BOM"),
+        (b'{"input": "x"}', {"Content-Type": "application/json; charset=utf-16"}, "unsupported_charset", "UTF-8"),
+        (b'{"input": "x"}', {"Content-Type": "text/plain; charset=latin-1"}, "unsupported_charset", "latin-1"),
+        (b'{"input": "x"}', {"Content-Encoding": "gzip"}, "unsupported_content_encoding", "gzip"),
+        (
+            b'--b\r\nContent-Disposition: form-data; name="input"\r\n\r\nx\r\n--b--\r\n',
+            {"Content-Type": "multipart/form-data; boundary=b"},
+            "invalid_json",
+            "not valid JSON",
+        ),
+    ],
+)
+def test_bodies_the_parser_or_encoder_cannot_take_are_a_400(
+    served: Served, body: bytes, headers: dict[str, str], code: str | None, words: str
+) -> None:
+    status, answer = call(served.url + "/v1/embeddings", body, headers=headers)
+    assert status == 400
+    assert set(answer) == {"error"} and set(answer["error"]) == {"message", "type", "param", "code"}
+    assert answer["error"]["type"] == "invalid_request_error" and answer["error"]["code"] == code
+    assert words in answer["error"]["message"]
+    assert call(served.url + "/v1/embeddings", {"input": "still serving"})[0] == 200
+
+
+@pytest.mark.parametrize("content_type", [None, "application/json", "text/plain", "application/json; charset=UTF-8"])
+def test_json_is_read_whatever_the_content_type(served: Served, content_type: str | None) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}  # urllib sends a form type, as curl -d does
+    status, body = call(served.url + "/v1/embeddings", b'{"input": "caf\xc3\xa9 \\u00e9"}', headers=headers)
+    assert status == 200 and len(body["data"][0]["embedding"]) == 384
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_reading(embedder: Embedder) -> None:
+    for served in _serve(make_app(embedder, limits=EmbedServerLimits(max_body_bytes=1000))):
+        status, answer = call(served.url + "/v1/embeddings", {"input": "x" * 2000})
+        assert status == 413 and answer["error"]["code"] == "body_too_large"
+
+
+class BrokenEmbedder:
+    """An embedder whose every pass fails, as a model that ran out of memory would."""
+
+    model_id = "broken"
+    dimension = 4
+    max_tokens = 16
+
+    def count_tokens(self, text: str) -> int:
+        return 1
+
+    def embed_batch(self, texts: Any) -> Any:
+        raise RuntimeError("the model fell over")
+
+
+def test_a_server_failure_is_an_openai_style_500(caplog: pytest.LogCaptureFixture) -> None:
+    for served in _serve(make_app(BrokenEmbedder())):
+        status, answer = call(served.url + "/v1/embeddings", {"input": "x"})
+        assert status == 500
+        assert answer["error"]["type"] == "server_error" and answer["error"]["code"] == "server_error"
+        assert "fell over" not in answer["error"]["message"]
+
+
 def test_unknown_paths_and_methods(served: Served) -> None:
     assert call(served.url + "/v1/chat/completions", {"input": "x"})[0] == 404
     status, answer = call(served.url + "/nope", method="GET")
