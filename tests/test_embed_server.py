@@ -257,6 +257,97 @@ def test_concurrent_requests_share_embedding_passes(served: Served, embedder: Em
         assert sum(a * b for a, b in zip(body["data"][0]["embedding"], row.tolist(), strict=True)) > 0.9999
 
 
+class GatedEmbedder:
+    """The hash embedder, except that each pass waits for the test to let it through.
+
+    ``passes`` records the texts of every pass; ``release()`` lets one pass
+    finish, ``open.set()`` all of them.
+    """
+
+    def __init__(self) -> None:
+        self.inner = get_embedder("hash", dimension=16)
+        self.model_id, self.dimension, self.max_tokens = self.inner.model_id, 16, 256
+        self.passes: list[list[str]] = []
+        self.started = threading.Event()
+        self.open = threading.Event()
+        self._permits = threading.Semaphore(0)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def release(self) -> None:
+        self._permits.release()
+
+    def embed_batch(self, texts: Any) -> Any:
+        self.passes.append(list(texts))
+        self.started.set()
+        deadline = time.monotonic() + 60
+        while not (self.open.is_set() or self._permits.acquire(timeout=0.05)):
+            assert time.monotonic() < deadline, "the test never let this pass through"
+        return self.inner.embed_batch(texts)
+
+
+def _wait_for(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
+
+
+def test_a_small_request_is_not_stuck_behind_a_big_one() -> None:
+    gated = GatedEmbedder()
+    app = make_app(gated, limits=EmbedServerLimits(max_batch=4, batch_window=0.0))
+    big_texts = [f"big request text {i}" for i in range(64)]
+    results: dict[str, Any] = {}
+    finished = {name: threading.Event() for name in ("big", "small")}
+
+    def send(name: str, texts: list[str]) -> None:
+        try:
+            results[name] = call(served.url + "/v1/embeddings", {"input": texts})
+        finally:
+            finished[name].set()
+
+    for served in _serve(app):
+        big = threading.Thread(target=send, args=("big", big_texts))
+        big.start()
+        try:
+            assert gated.started.wait(30), "the big request never reached the embedder"
+            small = threading.Thread(target=send, args=("small", ["small request"]))
+            small.start()
+            _wait_for(lambda: app.state.batcher.waiting == 2, "both requests wait for a pass")
+            for _ in range(2):  # the big request's first pass, then the one the small request joins
+                gated.release()
+            assert finished["small"].wait(30), "the small request did not complete"
+            assert not finished["big"].is_set()  # 14 of the big request's passes have not run yet
+        finally:
+            gated.open.set()
+            big.join(timeout=60)
+        small.join(timeout=60)
+    assert "small request" in gated.passes[1]
+    assert max(len(texts) for texts in gated.passes) == 4
+    assert sum(len(texts) for texts in gated.passes) == 65
+    for name, texts in (("big", big_texts), ("small", ["small request"])):
+        status, body = results[name]
+        assert status == 200
+        expected = gated.inner.embed_batch(texts).tolist()
+        for item, row in zip(body["data"], expected, strict=True):
+            assert item["embedding"] == pytest.approx(row, abs=1e-6)
+
+
+def test_passes_are_bounded_by_tokens() -> None:
+    gated = GatedEmbedder()
+    gated.open.set()
+    limits = EmbedServerLimits(max_batch=100, max_batch_tokens=20, batch_window=0.2)
+    texts = ["one two three four five", "six seven", "a " * 30, "eight nine ten"] * 3
+    for served in _serve(make_app(gated, limits=limits)):
+        status, body = call(served.url + "/v1/embeddings", {"input": texts})
+        assert status == 200 and len(body["data"]) == len(texts)
+    for batch in gated.passes:
+        assert len(batch) == 1 or sum(gated.count_tokens(text) for text in batch) <= 20, batch
+    assert ["a " * 30] in gated.passes  # over the budget alone: a pass of its own
+    assert sum(len(batch) for batch in gated.passes) == len(texts)
+
+
 def test_token_is_required_when_configured(embedder: Embedder) -> None:
     for served in _serve(make_app(embedder, token="s3cret")):
         assert call(served.url + "/v1/embeddings", {"input": "x"})[0] == 401

@@ -21,7 +21,9 @@ Routes:
 - Anything else: 404 (405 for a wrong method on a known path).
 
 Concurrent requests are batched: texts that arrive within ``batch_window``
-seconds of each other go through one ``embed_batch`` pass. Binding anything
+seconds of each other go through one embedding pass. Passes are bounded (in
+texts and tokens) and shared between the requests waiting, so a small request
+is not held up behind a large one. Binding anything
 but a loopback address needs a bearer token (the ``openai`` client sends its
 API key as one, so set the client's key to the token).
 """
@@ -32,9 +34,10 @@ import asyncio
 import base64
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memrouter.embed_batching import FairBatcher
 from memrouter.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,13 +55,19 @@ _MAX_DIGITS = 100  # longer integers in a body are refused, not converted
 
 @dataclass(frozen=True)
 class EmbedServerLimits:
-    """Request limits: inputs per request, tokens per input, body bytes, batching."""
+    """Request limits: inputs per request, tokens per input, body bytes, batching.
+
+    An embedding pass takes at most ``max_batch`` texts and ``max_batch_tokens``
+    tokens, shared fairly between the requests waiting (see
+    ``memrouter.embed_batching``).
+    """
 
     max_inputs: int = 2048
     max_input_tokens: int = 8192
     max_body_bytes: int = 16 * 1024 * 1024
     batch_window: float = 0.005
     max_batch: int = 256
+    max_batch_tokens: int = 4096
 
 
 class _BadRequest(Exception):
@@ -68,60 +77,6 @@ class _BadRequest(Exception):
         self.message = message
         self.param = param
         self.code = code
-
-
-@dataclass
-class _Job:
-    texts: list[str]
-    future: asyncio.Future[Any]
-
-
-@dataclass
-class _Batcher:
-    """Merges the texts of requests that arrive close together into one embedding pass."""
-
-    embedder: Embedder
-    limits: EmbedServerLimits
-    queue: asyncio.Queue[_Job] = field(default_factory=asyncio.Queue)
-    passes: int = 0
-
-    async def embed(self, texts: list[str]) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self.queue.put(_Job(texts, future))
-        return await future
-
-    async def run(self) -> None:
-        from memrouter.embed import embed_many
-
-        while True:
-            jobs = [await self.queue.get()]
-            size = len(jobs[0].texts)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.limits.batch_window
-            while size < self.limits.max_batch:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    job = await asyncio.wait_for(self.queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    break
-                jobs.append(job)
-                size += len(job.texts)
-            texts = [text for job in jobs for text in job.texts]
-            try:
-                vectors = await asyncio.to_thread(embed_many, self.embedder, texts, batch_size=64)
-            except Exception as exc:  # the embedder failed: every waiting request gets the error
-                for job in jobs:
-                    if not job.future.done():
-                        job.future.set_exception(exc)
-                continue
-            self.passes += 1
-            start = 0
-            for job in jobs:
-                if not job.future.done():
-                    job.future.set_result(vectors[start : start + len(job.texts)])
-                start += len(job.texts)
 
 
 def _error(status: int, message: str, param: str | None = None, code: str | None = None) -> Response:
@@ -290,7 +245,7 @@ def make_app(
         model = embedder if embedder is not None else await asyncio.to_thread(
             lambda: get_embedder(embedder_name, **(embedder_options or {}))
         )
-        batcher = _Batcher(model, settings)
+        batcher = FairBatcher(model, settings.max_batch, settings.max_batch_tokens, settings.batch_window)
         app.state.batcher = batcher
         worker = asyncio.create_task(batcher.run())
         try:
@@ -309,7 +264,7 @@ def make_app(
     async def embeddings(request: Request) -> Response:
         from starlette.requests import ClientDisconnect
 
-        batcher: _Batcher = request.app.state.batcher
+        batcher: FairBatcher = request.app.state.batcher
         model = batcher.embedder
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > settings.max_body_bytes:
@@ -333,7 +288,7 @@ def make_app(
             )
         except _BadRequest as exc:
             return _error(exc.status, exc.message, exc.param, exc.code)
-        vectors = await batcher.embed(texts)
+        vectors = await batcher.embed(texts, counts)
         data = []
         for index, row in enumerate(vectors):
             embedding: Any
