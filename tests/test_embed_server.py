@@ -395,8 +395,10 @@ def test_cli_serves_until_stopped() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        said = process.stderr.read() if process.stderr else ""
         if process.stderr:
             process.stderr.close()
+    assert said.startswith(f"memrouter: serving embeddings at http://127.0.0.1:{port}/v1/embeddings\n")
 
 
 def test_cli_hash_embedder_with_a_dimension() -> None:

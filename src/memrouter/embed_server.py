@@ -41,11 +41,14 @@ from memrouter.embed_batching import FairBatcher
 from memrouter.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
 
     from memrouter.embed import Embedder
+    from memrouter.serving import ConnectionLimits
 
 __all__ = ["EmbedServerLimits", "make_app", "serve_embeddings", "DEFAULT_PORT"]
 
@@ -338,19 +341,32 @@ def serve_embeddings(
     embedder_name: str = "minilm",
     embedder_options: dict[str, Any] | None = None,
     limits: EmbedServerLimits | None = None,
+    connection_limits: ConnectionLimits | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve the embeddings endpoint until the process is stopped.
 
-    Raises ConfigError for a non-loopback ``host`` without a token or an empty token.
+    The address is bound and the embedder loaded first; ``on_ready`` is
+    called once requests are answered. ``connection_limits`` bounds slow
+    clients (see ``memrouter.serving``). Raises ConfigError for a
+    non-loopback ``host`` without a token, an empty token or an address that
+    cannot be bound, and NotInstalled when the embedder is missing.
     """
-    import uvicorn
-
+    from memrouter.embed import get_embedder
     from memrouter.mcp.http import is_loopback
+    from memrouter.serving import HttpServer, bind_listeners
 
     if token is not None and not token.strip():
         raise ConfigError("the bearer token must not be empty")
     if not token and not is_loopback(host):
         raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
-    app = make_app(embedder_name=embedder_name, embedder_options=embedder_options, limits=limits, token=token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    listeners = bind_listeners(host, port)
+    try:
+        embedder = get_embedder(embedder_name, **(embedder_options or {}))
+        app = make_app(embedder, limits=limits, token=token)
+        server = HttpServer(app, listeners, limits=connection_limits, on_ready=on_ready)
+    except BaseException:
+        for listener in listeners:
+            listener.close()
+        raise
+    server.run()
