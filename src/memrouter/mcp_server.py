@@ -81,7 +81,9 @@ def serve(
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
             else:
-                server.run("stdio")
+                from memrouter.mcp.wire import run_stdio
+
+                run_stdio(server)
         finally:
             router.close()
     finally:
