@@ -105,3 +105,22 @@ def test_the_serving_line_comes_once_requests_are_answered(project_root: Path, t
         process.wait(timeout=PATIENCE)
         if process.stderr:
             process.stderr.close()
+
+
+async def test_two_hundred_concurrent_sessions_are_served(http_server: Any) -> None:
+    import anyio
+    from mcp import Client
+
+    served: list[int] = []
+
+    async def one(index: int) -> None:
+        async with Client(http_server.url) as client:
+            result = await client.call_tool("list_memories", {"topic": "ci"})
+            assert not result.is_error
+            served.append(index)
+
+    with anyio.fail_after(PATIENCE * 4):  # a bound on "all are answered", not a speed check
+        async with anyio.create_task_group() as group:
+            for index in range(200):
+                group.start_soon(one, index)
+    assert sorted(served) == list(range(200))
