@@ -149,6 +149,83 @@ def test_body_that_is_not_a_json_object_is_a_400(served: Served, body: bytes) ->
     assert status == 400 and answer["error"]["message"]
 
 
+DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "code", "words"),
+    [
+        (b'{"input": "\\ud800"}', {}, "invalid_unicode", "input[0]"),
+        (b'{"input": ["ok", "a\\udcffb"]}', {}, "invalid_unicode", "U+DCFF"),
+        (b'{"input": "x", "model": "\\ud800"}', {}, "invalid_unicode", "'model'"),
+        (DEEP, {}, "invalid_json", "too deeply"),
+        (b'{"input": ' + DEEP + b"}", {}, "invalid_json", "too deeply"),
+        (b'{"input": "x", "dimensions": NaN}', {}, "invalid_json", "NaN"),
+        (b'{"input": "x", "dimensions": -Infinity}', {}, "invalid_json", "Infinity"),
+        (b'{"input": "x", "dimensions": 1e999999}', {}, "invalid_json", "out of range"),
+        (b'{"input": "x", "dimensions": 1' + b"0" * 5000 + b"}", {}, "invalid_json", "digits"),
+        (b'{"input": "x", "dimensions": 384.0}', {}, None, "whole number"),
+        (b'{"input": "x", "dimensions": true}', {}, None, "whole number"),
+        (b'{"input": "\xff\xfe"}', {}, "invalid_json", "not UTF-8"),
+        ('{"input": "x"}'.encode("utf-16"), {}, "invalid_json", "UTF-8"),
+        (b'\xef\xbb\xbf{"input": "x"}', {}, "invalid_json", "BOM"),
+        (b'{"input": "x"}', {"Content-Type": "application/json; charset=utf-16"}, "unsupported_charset", "UTF-8"),
+        (b'{"input": "x"}', {"Content-Type": "text/plain; charset=latin-1"}, "unsupported_charset", "latin-1"),
+        (b'{"input": "x"}', {"Content-Encoding": "gzip"}, "unsupported_content_encoding", "gzip"),
+        (
+            b'--b\r\nContent-Disposition: form-data; name="input"\r\n\r\nx\r\n--b--\r\n',
+            {"Content-Type": "multipart/form-data; boundary=b"},
+            "invalid_json",
+            "not valid JSON",
+        ),
+    ],
+)
+def test_bodies_the_parser_or_encoder_cannot_take_are_a_400(
+    served: Served, body: bytes, headers: dict[str, str], code: str | None, words: str
+) -> None:
+    status, answer = call(served.url + "/v1/embeddings", body, headers=headers)
+    assert status == 400
+    assert set(answer) == {"error"} and set(answer["error"]) == {"message", "type", "param", "code"}
+    assert answer["error"]["type"] == "invalid_request_error" and answer["error"]["code"] == code
+    assert words in answer["error"]["message"]
+    assert call(served.url + "/v1/embeddings", {"input": "still serving"})[0] == 200
+
+
+@pytest.mark.parametrize("content_type", [None, "application/json", "text/plain", "application/json; charset=UTF-8"])
+def test_json_is_read_whatever_the_content_type(served: Served, content_type: str | None) -> None:
+    headers = {} if content_type is None else {"Content-Type": content_type}  # urllib sends a form type, as curl -d does
+    status, body = call(served.url + "/v1/embeddings", b'{"input": "caf\xc3\xa9 \\u00e9"}', headers=headers)
+    assert status == 200 and len(body["data"][0]["embedding"]) == 384
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_reading(embedder: Embedder) -> None:
+    for served in _serve(make_app(embedder, limits=EmbedServerLimits(max_body_bytes=1000))):
+        status, answer = call(served.url + "/v1/embeddings", {"input": "x" * 2000})
+        assert status == 413 and answer["error"]["code"] == "body_too_large"
+
+
+class BrokenEmbedder:
+    """An embedder whose every pass fails, as a model that ran out of memory would."""
+
+    model_id = "broken"
+    dimension = 4
+    max_tokens = 16
+
+    def count_tokens(self, text: str) -> int:
+        return 1
+
+    def embed_batch(self, texts: Any) -> Any:
+        raise RuntimeError("the model fell over")
+
+
+def test_a_server_failure_is_an_openai_style_500(caplog: pytest.LogCaptureFixture) -> None:
+    for served in _serve(make_app(BrokenEmbedder())):
+        status, answer = call(served.url + "/v1/embeddings", {"input": "x"})
+        assert status == 500
+        assert answer["error"]["type"] == "server_error" and answer["error"]["code"] == "server_error"
+        assert "fell over" not in answer["error"]["message"]
+
+
 def test_unknown_paths_and_methods(served: Served) -> None:
     assert call(served.url + "/v1/chat/completions", {"input": "x"})[0] == 404
     status, answer = call(served.url + "/nope", method="GET")
@@ -178,6 +255,97 @@ def test_concurrent_requests_share_embedding_passes(served: Served, embedder: Em
         status, body = results[i]
         assert status == 200
         assert sum(a * b for a, b in zip(body["data"][0]["embedding"], row.tolist(), strict=True)) > 0.9999
+
+
+class GatedEmbedder:
+    """The hash embedder, except that each pass waits for the test to let it through.
+
+    ``passes`` records the texts of every pass; ``release()`` lets one pass
+    finish, ``open.set()`` all of them.
+    """
+
+    def __init__(self) -> None:
+        self.inner = get_embedder("hash", dimension=16)
+        self.model_id, self.dimension, self.max_tokens = self.inner.model_id, 16, 256
+        self.passes: list[list[str]] = []
+        self.started = threading.Event()
+        self.open = threading.Event()
+        self._permits = threading.Semaphore(0)
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def release(self) -> None:
+        self._permits.release()
+
+    def embed_batch(self, texts: Any) -> Any:
+        self.passes.append(list(texts))
+        self.started.set()
+        deadline = time.monotonic() + 60
+        while not (self.open.is_set() or self._permits.acquire(timeout=0.05)):
+            assert time.monotonic() < deadline, "the test never let this pass through"
+        return self.inner.embed_batch(texts)
+
+
+def _wait_for(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.01)
+
+
+def test_a_small_request_is_not_stuck_behind_a_big_one() -> None:
+    gated = GatedEmbedder()
+    app = make_app(gated, limits=EmbedServerLimits(max_batch=4, batch_window=0.0))
+    big_texts = [f"big request text {i}" for i in range(64)]
+    results: dict[str, Any] = {}
+    finished = {name: threading.Event() for name in ("big", "small")}
+
+    def send(name: str, texts: list[str]) -> None:
+        try:
+            results[name] = call(served.url + "/v1/embeddings", {"input": texts})
+        finally:
+            finished[name].set()
+
+    for served in _serve(app):
+        big = threading.Thread(target=send, args=("big", big_texts))
+        big.start()
+        try:
+            assert gated.started.wait(30), "the big request never reached the embedder"
+            small = threading.Thread(target=send, args=("small", ["small request"]))
+            small.start()
+            _wait_for(lambda: app.state.batcher.waiting == 2, "both requests wait for a pass")
+            for _ in range(2):  # the big request's first pass, then the one the small request joins
+                gated.release()
+            assert finished["small"].wait(30), "the small request did not complete"
+            assert not finished["big"].is_set()  # 14 of the big request's passes have not run yet
+        finally:
+            gated.open.set()
+            big.join(timeout=60)
+        small.join(timeout=60)
+    assert "small request" in gated.passes[1]
+    assert max(len(texts) for texts in gated.passes) == 4
+    assert sum(len(texts) for texts in gated.passes) == 65
+    for name, texts in (("big", big_texts), ("small", ["small request"])):
+        status, body = results[name]
+        assert status == 200
+        expected = gated.inner.embed_batch(texts).tolist()
+        for item, row in zip(body["data"], expected, strict=True):
+            assert item["embedding"] == pytest.approx(row, abs=1e-6)
+
+
+def test_passes_are_bounded_by_tokens() -> None:
+    gated = GatedEmbedder()
+    gated.open.set()
+    limits = EmbedServerLimits(max_batch=100, max_batch_tokens=20, batch_window=0.2)
+    texts = ["one two three four five", "six seven", "a " * 30, "eight nine ten"] * 3
+    for served in _serve(make_app(gated, limits=limits)):
+        status, body = call(served.url + "/v1/embeddings", {"input": texts})
+        assert status == 200 and len(body["data"]) == len(texts)
+    for batch in gated.passes:
+        assert len(batch) == 1 or sum(gated.count_tokens(text) for text in batch) <= 20, batch
+    assert ["a " * 30] in gated.passes  # over the budget alone: a pass of its own
+    assert sum(len(batch) for batch in gated.passes) == len(texts)
 
 
 def test_token_is_required_when_configured(embedder: Embedder) -> None:
@@ -227,8 +395,10 @@ def test_cli_serves_until_stopped() -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        said = process.stderr.read() if process.stderr else ""
         if process.stderr:
             process.stderr.close()
+    assert said.startswith(f"memrouter: serving embeddings at http://127.0.0.1:{port}/v1/embeddings\n")
 
 
 def test_cli_hash_embedder_with_a_dimension() -> None:

@@ -348,11 +348,13 @@ def serve(
     """Run the MCP server over stdio (or streamable HTTP with --http)."""
     from memrouter.mcp_server import serve as run_server
 
-    if use_http:
+    def announce() -> None:
         click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp", err=True)
+
     run_server(
-        state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root
-    )
+        state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root,
+        on_ready=announce,
+    )  # fmt: skip
 
 
 @main.command()
@@ -529,8 +531,13 @@ def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dim
     from memrouter.embed_server import serve_embeddings
 
     options = {} if dimension is None else {"dimension": dimension}
-    click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
-    serve_embeddings(host, port, token=token, embedder_name=embedder_name, embedder_options=options)
+
+    def announce() -> None:
+        click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
+
+    serve_embeddings(
+        host, port, token=token, embedder_name=embedder_name, embedder_options=options, on_ready=announce
+    )
 
 
 __all__ = ["main"]

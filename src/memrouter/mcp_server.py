@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 from memrouter.errors import ConfigError, MemoryRouterError
 
 if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+
     from memrouter.router import Router
+    from memrouter.serving import ConnectionLimits
 
 __all__ = ["serve", "DEFAULT_HOST", "DEFAULT_PORT"]
 
@@ -37,11 +41,16 @@ def serve(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     global_root: str | Path | None = None,
+    connection_limits: ConnectionLimits | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Run the MCP server until stdin closes (stdio) or the process is stopped (HTTP).
 
     Binding HTTP to anything but a loopback address requires ``token``;
     with a token, requests must send ``Authorization: Bearer <token>``.
+    Over HTTP the address is bound first (ConfigError if it cannot be) and
+    ``on_ready`` is called once requests are answered; ``connection_limits``
+    bounds slow clients (see ``memrouter.serving``).
     """
     from memrouter.mcp.http import is_loopback, run_http
 
@@ -51,24 +60,35 @@ def serve(
         )
     if token is not None and not token.strip():
         raise ConfigError("the bearer token must not be empty")
-    from memrouter.router import Router
+    listeners: list[socket.socket] = []
+    if http:
+        from memrouter.serving import bind_listeners
 
-    router = Router.open(root=root, index_dir=index_dir, watch=True)
+        listeners = bind_listeners(host, port)
     try:
-        # Bring the index up to date while the MCP SDK imports (over a second) and the
-        # client connects, not on its first call.
-        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
-        from memrouter.mcp.server import create_server
-        from memrouter.mcp.service import MemoryService
+        from memrouter.router import Router
 
-        service = MemoryService(router, global_root=Path(global_root) if global_root else None)
-        server = create_server(service)
-        if http:
-            run_http(server, host, port, token)
-        else:
-            server.run("stdio")
+        router = Router.open(root=root, index_dir=index_dir, watch=True)
+        try:
+            # Bring the index up to date while the MCP SDK imports (over a second) and the
+            # client connects, not on its first call.
+            threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
+            from memrouter.mcp.server import create_server
+            from memrouter.mcp.service import MemoryService
+
+            service = MemoryService(router, global_root=Path(global_root) if global_root else None)
+            server = create_server(service)
+            if http:
+                run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
+            else:
+                from memrouter.mcp.wire import run_stdio
+
+                run_stdio(server)
+        finally:
+            router.close()
     finally:
-        router.close()
+        for listener in listeners:
+            listener.close()
 
 
 def _warm(router: Router) -> None:

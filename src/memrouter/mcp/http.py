@@ -1,7 +1,7 @@
 """Streamable HTTP for the MCP server, with a bearer-token check in front of it.
 
 A server bound to a loopback address may run without a token; any other
-address needs one. With a token configured, every HTTP request must carry
+address needs one. Slow clients are cut off as ``memrouter.serving`` says. With a token configured, every HTTP request must carry
 ``Authorization: Bearer <token>`` or it gets 401 (compared in constant time).
 """
 
@@ -13,9 +13,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["BearerTokenMiddleware", "is_loopback", "run_http", "MCP_PATH"]
+    from memrouter.serving import ConnectionLimits
+
+__all__ = ["BearerTokenMiddleware", "http_app", "is_loopback", "run_http", "MCP_PATH"]
 
 MCP_PATH = "/mcp"
 
@@ -65,12 +70,24 @@ class BearerTokenMiddleware:
         await send({"type": "http.response.body", "body": body})
 
 
-def run_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
-    """Serve ``server`` over streamable HTTP at ``/mcp`` until the process is stopped."""
-    import uvicorn
-
+def http_app(server: MCPServer, host: str, token: str | None) -> Any:
+    """The ASGI app serving ``server`` at ``/mcp``, behind the bearer check when ``token`` is set."""
     app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     if token:
         app = BearerTokenMiddleware(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    return app
+
+
+def run_http(
+    server: MCPServer,
+    listeners: list[socket.socket],
+    host: str,
+    token: str | None,
+    *,
+    limits: ConnectionLimits | None = None,
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve ``server`` over streamable HTTP at ``/mcp`` on bound ``listeners`` until the process is stopped."""
+    from memrouter.serving import HttpServer
+
+    HttpServer(http_app(server, host, token), listeners, limits=limits, on_ready=on_ready).run()

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.service import MemoryService
+from memrouter.mcp.wire import refuse_lone_surrogates
 
 __all__ = ["create_server", "lean_schema", "INSTRUCTIONS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS"]
 
@@ -59,6 +60,8 @@ def _run(call: Callable[[], dict[str, Any]]) -> CallToolResult:
         raise ToolError(str(exc)) from exc
     except OSError as exc:
         raise ToolError(f"file system error: {exc.strerror or exc}") from exc
+    except (UnicodeEncodeError, UnicodeDecodeError) as exc:
+        raise ToolError(f"the text is not valid Unicode: {exc.reason}") from exc
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     # Built here rather than by the SDK, whose text would be indented JSON: a
     # third longer for the agent to read.
@@ -73,6 +76,8 @@ def _run_serena(call: Callable[[], T]) -> T:
         raise ToolError(f"{kind}: {exc}") from exc
     except OSError as exc:
         raise ToolError(f"{type(exc).__name__}: {exc.strerror or exc}") from exc
+    except (UnicodeEncodeError, UnicodeDecodeError) as exc:
+        raise ToolError(f"ValueError: the text is not valid Unicode: {exc.reason}") from exc
 
 
 class _Tools:
@@ -128,6 +133,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter") -> MCPServ
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )
+    server.middleware.append(refuse_lone_surrogates)
     _resources(server, service)
     return server
 

@@ -4,9 +4,9 @@ Forgetful needs Python >= 3.12, so it lives in its own virtual environment
 (``pip install forgetful-ai==0.6.0 pysqlite3-binary``). Three things keep it
 offline (see the project's notes on running peers):
 
-- embeddings come from ``memrouter.testing.embeddings_server`` (started here)
-  through ``EMBEDDING_PROVIDER=OpenAI`` and ``OPENAI_BASE_URL``; reranking is
-  off;
+- embeddings come from ``memrouter embed-serve --embedder hash`` (started
+  here: deterministic feature hashing, no model) through
+  ``EMBEDDING_PROVIDER=OpenAI`` and ``OPENAI_BASE_URL``; reranking is off;
 - SQLite extensions: the launcher puts ``pysqlite3`` in place of ``sqlite3``
   before calling Forgetful's ``main.cli()``;
 - tiktoken's ``cl100k_base`` file must already be in ``--tiktoken-cache``
@@ -37,13 +37,21 @@ from collections.abc import Sequence
 
 from memrouter.testing.servers import free_port
 
-__all__ = ["LAUNCHER", "forgetful_env", "main"]
+__all__ = ["LAUNCHER", "embed_serve_command", "forgetful_env", "main"]
 
 LAUNCHER = (
     "import sys, pysqlite3, pysqlite3.dbapi2; "
     "sys.modules['sqlite3'] = pysqlite3; sys.modules['sqlite3.dbapi2'] = pysqlite3.dbapi2; "
     "sys.argv[0] = 'forgetful'; import main; main.cli()"
 )
+
+
+def embed_serve_command(port: int, dimension: int = 384) -> list[str]:
+    """``memrouter embed-serve`` with the hash embedder on a loopback ``port``: Forgetful's offline embeddings."""
+    return [
+        sys.executable, "-m", "memrouter", "embed-serve", "--host", "127.0.0.1", "--port", str(port),
+        "--embedder", "hash", "--dimension", str(dimension),
+    ]  # fmt: skip
 
 
 def forgetful_env(home: str, embeddings_url: str, tiktoken_cache: str, db_path: str) -> dict[str, str]:
@@ -93,9 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     home = tempfile.mkdtemp(prefix="forgetful-home-")
     embeddings_port = options.embeddings_port or free_port()
-    embeddings = subprocess.Popen(
-        [sys.executable, "-m", "memrouter.testing.embeddings_server", "--port", str(embeddings_port)]
-    )
+    embeddings = subprocess.Popen(embed_serve_command(embeddings_port))
     forgetful: subprocess.Popen[bytes] | None = None
     try:
         _wait(f"http://127.0.0.1:{embeddings_port}/health", 30)
