@@ -24,7 +24,6 @@ from memrouter.embed import MODEL_HINT
 from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
-    import numpy as np
     from numpy.typing import NDArray
 
 __all__ = [

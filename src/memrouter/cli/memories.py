@@ -1,0 +1,246 @@
+"""Commands over the memories: index, search, get, list, save, delete, status."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+
+from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
+from memrouter.model import CHANNELS, KINDS, MODES, STATUSES
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Re-read every file, not only those whose stat changed.")
+@click.option("--lexical-only", is_flag=True, help="Skip embeddings (no model is loaded).")
+@click.option("--reembed", is_flag=True, help="Drop vectors made by another embedding model and embed again.")
+@FORMAT
+@pass_state
+@handle_errors
+def index(state: State, full: bool, lexical_only: bool, reembed: bool, fmt: str) -> None:
+    """Build or refresh the index (full text and embeddings) from the memory files."""
+    router = state.router()
+    started = time.perf_counter()
+    show = sys.stderr.isatty() and fmt == "text"
+    with _progress_bar("reading", show) as read_progress, _progress_bar("embedding", show) as embed_progress:
+        report = router.refresh(
+            full=full, progress=read_progress, embed=not lexical_only, embed_progress=embed_progress, reembed=reembed
+        )
+    status = router.status()
+    data = report.to_dict() | {"took_ms": round((time.perf_counter() - started) * 1000, 1)}
+    data["total"] = status["memories"]["total"]
+    data["dense"] = status["dense"]
+
+    def text() -> str:
+        lines = [
+            f"{data['total']} memories indexed: {data['added']} added, {data['updated']} updated, "
+            f"{data['removed']} removed, {data['unchanged']} unchanged ({data['took_ms']} ms)"
+        ]
+        lines += [f"  problem: {name}: {problem}" for name, problem in report.problems.items()]
+        dense = data["dense"]
+        if dense["chunks"]:
+            lines.append(f"{dense['embedded_memories']} memories embedded ({dense['chunks']} chunks, {dense['model']})")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+class _progress_bar:
+    """A click progress bar with ETA on a terminal; a no-op callback otherwise."""
+
+    def __init__(self, label: str, show: bool) -> None:
+        self.label, self.show, self.done = label, show, 0
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.show:
+            return None
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label=self.label, file=sys.stderr, show_eta=True)
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", "-n", type=click.IntRange(1, 200), default=None,
+              help="How many results (default from configuration: 10).")
+@click.option("--mode", type=click.Choice(MODES), default=None,
+              help="Retrieval mode (default from configuration: hybrid).")
+@click.option("--channel", multiple=True, help="Only these channels (repeatable).")
+@click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
+@click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
+@click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
+@click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
+@click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
+@click.option("--origin", default=None,
+              help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).")
+@click.option("--source", "source_alias", default=None, hidden=True)
+@FORMAT
+@pass_state
+def search(
+    state: State,
+    query: str,
+    limit: int | None,
+    mode: str | None,
+    channel: tuple[str, ...],
+    kind: tuple[str, ...],
+    scope: tuple[str, ...],
+    statuses: tuple[str, ...],
+    tag: tuple[str, ...],
+    prefix: str | None,
+    content: bool,
+    origin: str | None,
+    source_alias: str | None,
+    fmt: str,
+) -> None:
+    """Find the memories that best match QUERY."""
+    from memrouter.search_command import SearchRequest, run_search
+
+    request = SearchRequest(
+        query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
+        kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
+        origin=origin or source_alias, fmt=fmt,
+    )  # fmt: skip
+    code = run_search(request)
+    if code:
+        sys.exit(code)
+
+
+@click.command()
+@click.argument("name")
+@FORMAT
+@pass_state
+@handle_errors
+def get(state: State, name: str, fmt: str) -> None:
+    """Print the memory NAME (the file as stored; JSON adds its fields)."""
+    memory = state.router().get(name)
+    if fmt == "json":
+        emit(fmt, memory.to_dict(), str)
+    else:
+        click.echo(memory.text, nl=not memory.text.endswith("\n"))
+
+
+@click.command(name="list")
+@click.argument("prefix", required=False)
+@click.option("--channel", multiple=True, help="Only these channels (repeatable).")
+@click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
+@click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
+@click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
+@click.option("--status", "statuses", multiple=True, help=f"Only these statuses ({', '.join(STATUSES)}; repeatable).")
+@FORMAT
+@pass_state
+@handle_errors
+def list_(
+    state: State, prefix: str | None, channel: tuple[str, ...], kind: tuple[str, ...], scope: tuple[str, ...],
+    tag: tuple[str, ...], statuses: tuple[str, ...], fmt: str,
+) -> None:  # fmt: skip
+    """List memories (optionally those whose name starts with PREFIX)."""
+    items = state.router().list(prefix, channels=channel, kinds=kind, scopes=scope, tags=tag, statuses=statuses)
+
+    def text() -> str:
+        if not items:
+            return "no memories"
+        return "\n".join(f"{item.name}  {item.title}" for item in items)
+
+    emit(fmt, {"count": len(items), "memories": [item.to_dict() for item in items]}, text)
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--file", "file_", type=click.File("rb"), help="Read the content from a UTF-8 file ('-' for stdin).")
+@click.option("--content", "text_", default=None, help="The content itself.")
+@click.option("--title", default=None)
+@click.option("--tag", multiple=True, help="A tag (repeatable).")
+@click.option("--kind", default=None, help=f"{', '.join(KINDS[:6])}, ... (or your own)")
+@click.option("--channel", default=None, type=click.Choice(CHANNELS))
+@click.option("--scope", default=None, help="project, global or user:<id>.")
+@click.option("--source", default=None, help="Where it came from: ADR-005, a commit, a URL.")
+@click.option("--author", default=None, help="Who wrote it: user:alice, agent:x.")
+@click.option("--confidence", type=click.FloatRange(0, 1), default=None)
+@click.option("--expected-hash", default=None, help="Refuse to overwrite unless the stored file has this hash ('' = must not exist).")
+@FORMAT
+@pass_state
+@handle_errors
+def save(
+    state: State, name: str | None, file_: Any, text_: str | None, title: str | None, tag: tuple[str, ...],
+    kind: str | None, channel: str | None, scope: str | None, source: str | None, author: str | None,
+    confidence: float | None, expected_hash: str | None, fmt: str,
+) -> None:  # fmt: skip
+    """Write a memory (atomically). NAME defaults to one made from the title."""
+    from memrouter.errors import InvalidInput
+
+    if (file_ is None) == (text_ is None):
+        raise InvalidInput("give the content with exactly one of --file or --content")
+    content = _read_text(file_) if file_ is not None else text_
+    memory = state.router().save(
+        content, name, title=title, tags=tag or None, kind=kind, channel=channel, scope=scope,
+        source=source, author=author, confidence=confidence, expected_hash=expected_hash,
+    )  # fmt: skip
+    emit(fmt, memory.to_dict(content=False), lambda: f"saved {memory.name} ({memory.hash[:12]})")
+
+
+def _read_text(stream: Any) -> str:
+    """A content file's text; ``InvalidInput`` when it is not UTF-8."""
+    from memrouter.errors import InvalidInput
+
+    raw = stream.read()
+    try:
+        return str(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"the content file is not UTF-8 text (byte {exc.start})") from exc
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reason", default=None, help="Why (recorded, and passed on to synced services).")
+@click.option("--expected-hash", default=None, help="Refuse unless the stored file has this hash.")
+@FORMAT
+@pass_state
+@handle_errors
+def delete(state: State, name: str, reason: str | None, expected_hash: str | None, fmt: str) -> None:
+    """Delete the memory NAME (its file and its index rows)."""
+    memory = state.router().delete(name, reason, expected_hash=expected_hash)
+    emit(fmt, {"deleted": memory.name, "hash": memory.hash}, lambda: f"deleted {memory.name}")
+
+
+@click.command()
+@FORMAT
+@pass_state
+@handle_errors
+def status(state: State, fmt: str) -> None:
+    """Show the index, counts, problems and configuration."""
+    data = state.router().status()
+
+    def text() -> str:
+        mem = data["memories"]
+        lines = [
+            f"root:     {data['root']}{' (read-only)' if data['readonly'] else ''}",
+            f"index:    {data['index']['path']} ({data['index']['size_bytes'] // 1024} KiB)",
+            f"memories: {mem['total']} ("
+            + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v)
+            + ")",
+        ]
+        if data["problems"]:
+            lines.append(f"problems: {len(data['problems'])}")
+            lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]
+        lines += [f"warning:  {w}" for w in data["warnings"]]
+        for b in data.get("backends", []):
+            state_ = "up" if b["available"] else "down"
+            age = "" if b.get("age_s") is None else f", checked {b['age_s']:.1f} s ago"
+            error = f", last error: {b['last_error']}" if b.get("last_error") else ""
+            lines.append(f"backend:  {b['name']} {state_} ({b['endpoint']}{age}{error}; {b['synced']} synced)")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)

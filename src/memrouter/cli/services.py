@@ -1,0 +1,141 @@
+"""Commands for the servers and the external services: serve, embed-serve, sync, validate, hook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
+
+
+@click.command()
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port with --http.")
+@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
+              help="Bearer token HTTP clients must send (required off loopback; env MEMROUTER_TOKEN).")
+@click.option("--global-root", envvar="MEMROUTER_GLOBAL_ROOT", type=click.Path(file_okay=False), default=None,
+              help="Folder for Serena-style global/<name> memories (default: refused).")
+@pass_state
+@handle_errors
+def serve(
+    state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None
+) -> None:  # fmt: skip
+    """Run the MCP server over stdio (or streamable HTTP with --http)."""
+    from memrouter.mcp_server import serve as run_server
+
+    def announce() -> None:
+        click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp", err=True)
+
+    run_server(
+        state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root,
+        on_ready=announce,
+    )  # fmt: skip
+
+
+@click.command()
+@click.option("--all", "scope", flag_value="all", default=True, help="Every memory and mapping (default).")
+@click.option("--staged", "scope", flag_value="staged", help="Only the memory changes staged in git.")
+@click.option("--from-queue", "scope", flag_value="queue", help="Drain the queue the pre-commit hook filled.")
+@click.option("--dry-run", is_flag=True, help="Say what would be sent; change nothing.")
+@click.option("--force", is_flag=True, help="Re-send memories whose hash did not change.")
+@click.option("--backend", default=None, help="Only this backend (default: every configured one).")
+@FORMAT
+@pass_state
+@handle_errors
+def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | None, fmt: str) -> None:
+    """Sync the memories one way to the external backends, by content hash."""
+    from memrouter.errors import BackendError, BackendUnavailable
+
+    reports = state.router().sync(backend=backend, changes=scope, dry_run=dry_run, force=force)
+    data = {"changes": scope, "dry_run": dry_run, "backends": [r.to_dict() for r in reports]}
+
+    def text() -> str:
+        lines = []
+        for r in reports:
+            verb = "would sync" if dry_run else "synced"
+            lines.append(
+                f"{r.backend}: {verb} {len(r.created)} created, {len(r.updated)} updated, {r.skipped} unchanged, "
+                f"{len(r.obsoleted)} obsoleted, {len(r.renamed)} renamed ({r.duration_ms:.0f} ms)"
+            )
+            lines += [f"  failed: {name}: {why}" for name, why in sorted(r.failed.items())]
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+    errors = [r for r in reports if r.error]
+    if errors:
+        raise BackendUnavailable("; ".join(str(r.error) for r in errors))
+    if any(r.failed for r in reports):
+        raise BackendError(f"{sum(len(r.failed) for r in reports)} memory(ies) could not be synced")
+
+
+@click.command()
+@click.option("--backend", default=None, help="Only this backend (default: every configured one).")
+@click.option("--remote", "check_remote", is_flag=True,
+              help="Also fetch every mapped remote memory (one call each; needs the service).")
+@FORMAT
+@pass_state
+@handle_errors
+def validate(state: State, backend: str | None, check_remote: bool, fmt: str) -> None:
+    """Report how fresh the backends' copies are: in_sync, stale, missing, orphaned."""
+    reports = state.router().validate(backend=backend, check_remote=check_remote)
+    data: Any = reports[0] if len(reports) == 1 else {"backends": reports}
+
+    def text() -> str:
+        lines = []
+        for r in reports:
+            lines.append(
+                f"{r['backend']}: {r['total']} memories: {r['in_sync']} in sync, {r['stale']} stale, "
+                f"{r['missing']} missing, {r['orphaned']} orphaned ({r['duration_ms']} ms)"
+            )
+            lines += [f"  {d['state']}: {d['name']} ({d['reason']})" for d in r["details"][:50]]
+            if len(r["details"]) > 50:
+                lines.append(f"  ... {len(r['details']) - 50} more (use --format json)")
+        return "\n".join(lines)
+
+    emit(fmt, data, text)
+
+
+@click.command()
+@click.argument("action", type=click.Choice(["install", "uninstall"]))
+@FORMAT
+@pass_state
+@handle_errors
+def hook(state: State, action: str, fmt: str) -> None:
+    """Install or remove the git pre-commit hook that queues memory changes for sync."""
+    from pathlib import Path
+
+    from memrouter.config import Config
+    from memrouter.sync.hook import install_hook, uninstall_hook
+    from memrouter.sync.queue import QUEUE_FILE
+
+    config = Config.load(root=state.root, index_dir=state.index_dir)
+    if action == "install":
+        result = install_hook(Path(config.root), Path(config.index_dir) / QUEUE_FILE)
+    else:
+        result = uninstall_hook(Path(config.root))
+    emit(fmt, result.to_dict(), lambda: f"{result.action}: {result.hook}")
+
+
+@click.command(name="embed-serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8090, show_default=True)
+@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
+              help="Bearer token clients must send (required off loopback; env MEMROUTER_TOKEN).")
+@click.option("--embedder", "embedder_name", default="minilm", show_default=True, help="Registered embedder name.")
+@click.option("--dimension", type=click.IntRange(1, 65536), default=None,
+              help="Vector size, for embedders that take one (hash).")
+@handle_errors
+def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dimension: int | None) -> None:
+    """Serve an OpenAI-compatible POST /v1/embeddings from the offline embedder."""
+    from memrouter.embed_server import serve_embeddings
+
+    options = {} if dimension is None else {"dimension": dimension}
+
+    def announce() -> None:
+        click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
+
+    serve_embeddings(
+        host, port, token=token, embedder_name=embedder_name, embedder_options=options, on_ready=announce
+    )
