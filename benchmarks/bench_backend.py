@@ -106,9 +106,7 @@ def main() -> None:
 
         async def one_shot() -> None:
             async with Client(server.url, mode="legacy") as client:
-                await client.call_tool(
-                    "execute_forgetful_tool", {"tool_name": "query_memory", "arguments": args}
-                )
+                await client.call_tool("execute_forgetful_tool", {"tool_name": "query_memory", "arguments": args})
 
         fresh = _timed(lambda: anyio.run(one_shot), max(20, calls // 5), warmup=2)
         print(_row("http legacy: new Client per call (anyio.run)", fresh, baseline))
@@ -119,9 +117,7 @@ def main() -> None:
                 samples = []
                 for index in range(calls + 5):
                     start = time.perf_counter()
-                    await client.call_tool(
-                        "execute_forgetful_tool", {"tool_name": "query_memory", "arguments": args}
-                    )
+                    await client.call_tool("execute_forgetful_tool", {"tool_name": "query_memory", "arguments": args})
                     if index >= 5:
                         samples.append(time.perf_counter() - start)
                 return samples
@@ -147,9 +143,7 @@ def main() -> None:
         up = ForgetfulBackend(ForgetfulConfig(url=server.url))
         up.available(force=True)
         print(_row("available(): success cached", _timed(up.available, calls * 50), None))
-        print(
-            _row("available(force=True): TCP connect", _timed(lambda: up.available(force=True), calls), None)
-        )
+        print(_row("available(force=True): TCP connect", _timed(lambda: up.available(force=True), calls), None))
     p50_cached = statistics.median(cached_down) * 1e3
     verdict = "meets" if p50_cached < 1.0 else "MISSES"
     print(f"\ncached-down health check p50 = {p50_cached * 1e3:.1f} us ({verdict} the < 1 ms target)")

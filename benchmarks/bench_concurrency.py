@@ -30,9 +30,25 @@ def run_phase(root: Path, index_dir: Path, processes: int, ops: int, work: Path)
     started = time.perf_counter()
     running = [
         subprocess.Popen(
-            [sys.executable, "-m", "memrouter.testing.workload", "--root", str(root), "--index-dir", str(index_dir),
-             "--worker", str(100 * processes + n), "--ops", str(ops), "--modes", "lexical,hybrid",
-             "--mix", json.dumps(MIX), "--out", str(reports[n])],
+            [
+                sys.executable,
+                "-m",
+                "memrouter.testing.workload",
+                "--root",
+                str(root),
+                "--index-dir",
+                str(index_dir),
+                "--worker",
+                str(100 * processes + n),
+                "--ops",
+                str(ops),
+                "--modes",
+                "lexical,hybrid",
+                "--mix",
+                json.dumps(MIX),
+                "--out",
+                str(reports[n]),
+            ],
         )  # fmt: skip
         for n in range(processes)
     ]
@@ -81,7 +97,9 @@ def main() -> None:
         )  # fmt: skip
         rows = [run_phase(root, index_dir, int(n), args.ops, work) for n in args.processes.split(",")]
     base = rows[0]
-    print(f"{'processes':>9} {'saves/s':>9} {'ratio':>6} {'save p50':>9} {'save p95':>9} {'search p50':>11} {'search p95':>11} {'p95 ratio':>10} {'busy waits':>11}")
+    print(
+        f"{'processes':>9} {'saves/s':>9} {'ratio':>6} {'save p50':>9} {'save p95':>9} {'search p50':>11} {'search p95':>11} {'p95 ratio':>10} {'busy waits':>11}"
+    )
     for row in rows:
         print(
             f"{row['processes']:>9} {row['saves_per_s']:>9.1f} {row['saves_per_s'] / base['saves_per_s']:>6.2f} "

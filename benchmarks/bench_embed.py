@@ -51,7 +51,9 @@ def corpus_chunks(corpus: Path, count_tokens: Callable[[str], int]) -> tuple[lis
     return texts, corpus_tokens, elapsed
 
 
-def throughput(runs: dict[str, Callable[[list[str]], object]], texts: list[str], tokens: int, rounds: int) -> dict[str, float]:
+def throughput(
+    runs: dict[str, Callable[[list[str]], object]], texts: list[str], tokens: int, rounds: int
+) -> dict[str, float]:
     """Tokens/s of each runtime, interleaved over rounds; the best round counts.
 
     Interleaving and best-of make the ratio robust to other load on the machine
@@ -136,7 +138,9 @@ def main() -> None:
         import torch
 
         print(f"  reference: sentence-transformers on torch {torch.__version__}, {torch.get_num_threads()} threads")
-        runs["sentence-transformers encode"] = lambda batch: reference.encode(batch, batch_size=32, show_progress_bar=False)
+        runs["sentence-transformers encode"] = lambda batch: reference.encode(
+            batch, batch_size=32, show_progress_bar=False
+        )
     rates = throughput(runs, sample, sample_tokens, args.rounds)
     default_rate = rates[f"memrouter {runtime}"]
     if reference is not None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 from _common import CORPUS, percentiles  # noqa: E402 - benchmarks run as scripts
+
 GOLDEN = HERE / "golden" / "ai-agents-1026.json"
 
 
@@ -57,10 +58,14 @@ def main() -> None:
             target = corpus / "git" / "git-worktree-cleanup.md"
             if not target.is_file():
                 target = next(corpus.rglob("*.md"))
-            target.write_text(target.read_text(encoding="utf-8") + "\nAppended: a line to re-embed.\n", encoding="utf-8")
+            target.write_text(
+                target.read_text(encoding="utf-8") + "\nAppended: a line to re-embed.\n", encoding="utf-8"
+            )
             started = time.perf_counter()
             router.refresh(embed=True)
-            print(f"re-index one changed memory (with embedding): {(time.perf_counter() - started) * 1000:.0f} ms (target <= 2000 ms)")
+            print(
+                f"re-index one changed memory (with embedding): {(time.perf_counter() - started) * 1000:.0f} ms (target <= 2000 ms)"
+            )
 
             queries = load_golden(GOLDEN)
             texts = [q.query for q in queries]

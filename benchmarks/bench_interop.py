@@ -107,7 +107,9 @@ def main() -> None:
                 print(f"validate: {validate_ms:.0f} ms local ({local['in_sync']} in sync); "
                       f"{validate_remote_ms:.0f} ms with check_remote ({remote['in_sync']} in sync)")  # fmt: skip
 
-                queries = [name.replace("/", " ").replace("-", " ") for name in names[:: max(1, len(names) // args.queries)]]
+                queries = [
+                    name.replace("/", " ").replace("-", " ") for name in names[:: max(1, len(names) // args.queries)]
+                ]
                 queries = queries[: args.queries]
                 rare = rare_words(files, args.queries)
                 # Forgetful is asked only when the files give fewer hits than the limit. Name queries

@@ -108,14 +108,20 @@ def run(data: list[dict], modes: list[str], work: Path) -> dict[str, dict]:  # t
                     row = score([hit.name for hit in hits], evidence)
                     results[mode][category].append(row)
                     results[mode]["all"].append(row)
-    report: dict[str, dict] = {"skipped_questions": {"count": skipped}, "index_seconds": {"total": round(build_seconds, 1)}}  # type: ignore[type-arg]
+    report: dict[str, dict] = {
+        "skipped_questions": {"count": skipped},
+        "index_seconds": {"total": round(build_seconds, 1)},
+    }  # type: ignore[type-arg]
     for mode in modes:
         report[mode] = {
             category: {key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]} | {"n": len(rows)}
             for category, rows in sorted(results[mode].items())
         }
         ordered = sorted(latencies[mode])
-        report[mode]["latency_ms"] = {"p50": round(ordered[len(ordered) // 2], 2), "p95": round(ordered[int(len(ordered) * 0.95)], 2)}
+        report[mode]["latency_ms"] = {
+            "p50": round(ordered[len(ordered) // 2], 2),
+            "p95": round(ordered[int(len(ordered) * 0.95)], 2),
+        }
     return report
 
 
@@ -141,7 +147,9 @@ def main() -> None:
         print()
         return
     keys = ["turn_r@1", "turn_r@5", "turn_r@10", "turn_frac@5", "ndcg@10", "session_r@5", "session_r@10"]
-    print(f"LoCoMo-10: {len(data)} conversations; questions skipped (no evidence turn): {report['skipped_questions']['count']}")
+    print(
+        f"LoCoMo-10: {len(data)} conversations; questions skipped (no evidence turn): {report['skipped_questions']['count']}"
+    )
     print(f"{'mode':<9}{'category':<13}" + "".join(f"{k:>13}" for k in keys) + f"{'n':>6}")
     for mode in modes:
         for category, row in report[mode].items():

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
 
 
@@ -105,7 +104,10 @@ def raw_stdio_round_trips(corpus: Path, index_dir: Path, mode: str, rounds: int)
                 return answer  # type: ignore[no-any-return]
 
     try:
-        request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}})
+        request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        )
         process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
         for query in QUERIES[:3]:
             request("tools/call", {"name": "search_memory", "arguments": {"query": query, "mode": mode}})
@@ -139,7 +141,9 @@ async def main_async(corpus: Path, rounds: int, starts: int, index_path: Path | 
     try:
         # An index with vectors (built by `memrouter index`) makes hybrid really fuse dense search.
         index_dir = index_path or work / "index"
-        print(f"corpus: {corpus} ({sum(1 for _ in corpus.rglob('*.md'))} files), {len(QUERIES)} queries x {rounds} rounds")
+        print(
+            f"corpus: {corpus} ({sum(1 for _ in corpus.rglob('*.md'))} files), {len(QUERIES)} queries x {rounds} rounds"
+        )
 
         # Baseline: the in-process router, warm.
         baseline: dict[str, list[float]] = {}
@@ -179,7 +183,9 @@ async def main_async(corpus: Path, rounds: int, starts: int, index_path: Path | 
             print(line("stdio, hand-written JSON-RPC client", raw[mode], baseline[mode]))
             print(line("stdio, the SDK's Client", stdio[mode], baseline[mode]))
         if used["hybrid"] == ["lexical"]:
-            print(" note: hybrid fell back to lexical (no dense retriever in this build): the hybrid figures are lexical")
+            print(
+                " note: hybrid fell back to lexical (no dense retriever in this build): the hybrid figures are lexical"
+            )
 
         warm_starts = [await start_to_first_answer(corpus, index_dir) for _ in range(starts)]
         cold_starts = []
@@ -201,7 +207,9 @@ def main() -> None:
     parser.add_argument("corpus", nargs="?", default=str(CORPUS))
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--starts", type=int, default=5)
-    parser.add_argument("--index-dir", type=Path, default=None, help="reuse an index (one with vectors measures hybrid)")
+    parser.add_argument(
+        "--index-dir", type=Path, default=None, help="reuse an index (one with vectors measures hybrid)"
+    )
     args = parser.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+
 def write(root: Path, name: str, text: str) -> Path:
     path = root / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -55,13 +55,25 @@ def check_invariants(text: str, chunks: list[Chunk], count: Callable[[str], int]
 
 
 BLOCKS = st.one_of(
-    st.builds(lambda level, title: "#" * level + " " + title, st.integers(1, 4), st.text("abc XYZ", min_size=1, max_size=20)),
-    st.lists(st.sampled_from(["alpha", "beta.", "gamma!", "delta,", "epsilon?", "zeta", "`eta`", "théta"]), min_size=1, max_size=120).map(" ".join),
+    st.builds(
+        lambda level, title: "#" * level + " " + title, st.integers(1, 4), st.text("abc XYZ", min_size=1, max_size=20)
+    ),
+    st.lists(
+        st.sampled_from(["alpha", "beta.", "gamma!", "delta,", "epsilon?", "zeta", "`eta`", "théta"]),
+        min_size=1,
+        max_size=120,
+    ).map(" ".join),
     st.lists(st.sampled_from(["x = 1", "def f():", "    return x", "print(f())"]), min_size=1, max_size=60).map(
         lambda lines: "```python\n" + "\n".join(lines) + "\n```"
     ),
-    st.lists(st.sampled_from(["- item one", "- item two.", "1. step", "| a | b |"]), min_size=1, max_size=40).map("\n".join),
-    st.builds(lambda title, rule: f"{title}\n{rule}", st.text("abc XYZ-", min_size=1, max_size=20), st.sampled_from(["===", "---", "-", "= ="])),
+    st.lists(st.sampled_from(["- item one", "- item two.", "1. step", "| a | b |"]), min_size=1, max_size=40).map(
+        "\n".join
+    ),
+    st.builds(
+        lambda title, rule: f"{title}\n{rule}",
+        st.text("abc XYZ-", min_size=1, max_size=20),
+        st.sampled_from(["===", "---", "-", "= ="]),
+    ),
     st.text(min_size=1, max_size=300),
     st.just("word" * 400),
 )
@@ -71,18 +83,24 @@ MARKDOWN = st.lists(BLOCKS, max_size=12).map("\n\n".join)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=MARKDOWN, target=st.integers(12, 120), prefix=st.sampled_from([None, "", "Title", "A long memory title"]))
 def test_chunks_cover_the_text_within_limits(text: str, target: int, prefix: str | None) -> None:
-    chunks = chunk_markdown(text, words, target_tokens=target, overlap_tokens=target // 5, max_tokens=target, context_prefix=prefix)
+    chunks = chunk_markdown(
+        text, words, target_tokens=target, overlap_tokens=target // 5, max_tokens=target, context_prefix=prefix
+    )
     check_invariants(text, chunks, words, target, target)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=MARKDOWN, target=st.integers(10, 80))
 def test_non_additive_counts_still_respect_limits(text: str, target: int) -> None:
-    chunks = chunk_markdown(text, chars, target_tokens=target, overlap_tokens=0, max_tokens=target, context_prefix="ctx")
+    chunks = chunk_markdown(
+        text, chars, target_tokens=target, overlap_tokens=0, max_tokens=target, context_prefix="ctx"
+    )
     check_invariants(text, chunks, chars, target, target)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(text=MARKDOWN)
 def test_real_tokenizer_never_exceeds_the_model_window(text: str, wordpiece: Callable[[str], int]) -> None:
     chunks = chunk_markdown(text, wordpiece, context_prefix="Memory title")
@@ -201,7 +219,7 @@ def test_full_chunks_overlap_their_neighbours() -> None:
     text = " ".join(f"Sentence number {i} talks about topic {i}." for i in range(60))
     chunks = chunk_markdown(text, words, target_tokens=60, overlap_tokens=15, context_prefix=None)
     assert len(chunks) > 3
-    for before, after in zip(chunks, chunks[1:]):
+    for before, after in zip(chunks, chunks[1:], strict=False):
         assert after.start < before.end  # the tail sentences are repeated
         assert after.end > before.end
 

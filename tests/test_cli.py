@@ -50,7 +50,9 @@ def test_bad_queries_exit_2(cli, query: str) -> None:  # type: ignore[no-untyped
 
 
 def test_save_get_list_delete(cli, memories: Path) -> None:  # type: ignore[no-untyped-def]
-    result = cli("save", "notes/tea", "--content", "# Tea\n\nGreen tea at 80 degrees.\n", "--tag", "drinks", "--kind", "fact")
+    result = cli(
+        "save", "notes/tea", "--content", "# Tea\n\nGreen tea at 80 degrees.\n", "--tag", "drinks", "--kind", "fact"
+    )
     assert result.exit_code == 0, result.output
     assert (memories / "notes" / "tea.md").exists()
     assert "Green tea" in cli("get", "notes/tea").output
@@ -120,7 +122,9 @@ def test_real_subprocess_piped_output(memories: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "memrouter", "--root", str(memories)]
     indexed = subprocess.run([*command, "index"], capture_output=True, text=True, env=env, check=True)
     assert indexed.stderr == ""  # no progress bar when not on a terminal
-    found = subprocess.run([*command, "search", "postgres", "--format", "json"], capture_output=True, text=True, env=env)
+    found = subprocess.run(
+        [*command, "search", "postgres", "--format", "json"], capture_output=True, text=True, env=env
+    )
     assert found.returncode == 0
     assert json.loads(found.stdout)["results"][0]["name"] == "adr/adr-001-postgres"
     bad = subprocess.run([*command, "search", ""], capture_output=True, text=True, env=env)

@@ -24,7 +24,7 @@ def open_router(memories: Path, tmp_path: Path, *, watch: bool = False) -> Route
 
 
 def test_search_limit_is_the_default_everywhere(memories: Path, tmp_path: Path) -> None:
-    configured(memories, "[search]\nlimit = 2\nmode = \"lexical\"\n")
+    configured(memories, '[search]\nlimit = 2\nmode = "lexical"\n')
     for n in range(5):
         write(memories, f"more/flaky-{n}", f"# Flaky {n}\n\nflaky tests again\n")
     with open_router(memories, tmp_path) as router:
@@ -91,7 +91,7 @@ def test_index_write_wait_bounds_how_long_a_write_waits(memories: Path, tmp_path
 
 
 def test_unknown_keys_are_reported_by_status(memories: Path, tmp_path: Path) -> None:
-    configured(memories, "[serach]\nmode = \"lexical\"\n[search]\nlimt = 2\n[search.weights]\ndnese = 1.0\n")
+    configured(memories, '[serach]\nmode = "lexical"\n[search]\nlimt = 2\n[search.weights]\ndnese = 1.0\n')
     with open_router(memories, tmp_path) as router:
         status = router.status()
         assert status["config"]["unknown_keys"] == ["search.limt", "search.weights.dnese", "serach"]

@@ -59,9 +59,7 @@ def served(embedder: Embedder) -> Iterator[Served]:
     yield from _serve(make_app(embedder, limits=limits))
 
 
-def call(
-    url: str, body: Any = None, *, method: str = "POST", headers: dict[str, str] | None = None
-) -> tuple[int, Any]:
+def call(url: str, body: Any = None, *, method: str = "POST", headers: dict[str, str] | None = None) -> tuple[int, Any]:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     try:
@@ -193,7 +191,9 @@ def test_bodies_the_parser_or_encoder_cannot_take_are_a_400(
 
 @pytest.mark.parametrize("content_type", [None, "application/json", "text/plain", "application/json; charset=UTF-8"])
 def test_json_is_read_whatever_the_content_type(served: Served, content_type: str | None) -> None:
-    headers = {} if content_type is None else {"Content-Type": content_type}  # urllib sends a form type, as curl -d does
+    headers = (
+        {} if content_type is None else {"Content-Type": content_type}
+    )  # urllib sends a form type, as curl -d does
     status, body = call(served.url + "/v1/embeddings", b'{"input": "caf\xc3\xa9 \\u00e9"}', headers=headers)
     assert status == 200 and len(body["data"][0]["embedding"]) == 384
 
@@ -307,7 +307,7 @@ def test_a_small_request_is_not_stuck_behind_a_big_one() -> None:
         finally:
             finished[name].set()
 
-    for served in _serve(app):
+    for served in _serve(app):  # noqa: B007 - the send threads read it
         big = threading.Thread(target=send, args=("big", big_texts))
         big.start()
         try:
@@ -386,7 +386,9 @@ def test_cli_serves_until_stopped() -> None:
                 assert time.monotonic() < deadline, "embed-serve did not become healthy"
                 time.sleep(0.1)
         assert status == 200 and body["dimension"] == 384
-        status, body = call(f"http://127.0.0.1:{port}/v1/embeddings", {"input": ["a", "b"], "encoding_format": "base64"})
+        status, body = call(
+            f"http://127.0.0.1:{port}/v1/embeddings", {"input": ["a", "b"], "encoding_format": "base64"}
+        )
         assert status == 200 and len(body["data"]) == 2
     finally:
         process.send_signal(signal.SIGTERM)

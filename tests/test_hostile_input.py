@@ -74,7 +74,10 @@ def test_lone_surrogates_are_invalid_input_in_the_library(router: Router) -> Non
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(max_size=5), max_size=25)), field=st.sampled_from(["channels", "kinds", "scopes", "statuses", "tags", "prefix"]))
+@given(
+    value=st.one_of(st.text(), st.integers(), st.none(), st.lists(st.text(max_size=5), max_size=25)),
+    field=st.sampled_from(["channels", "kinds", "scopes", "statuses", "tags", "prefix"]),
+)
 def test_any_filter_value_is_a_result_or_invalid_input(router: Router, value: object, field: str) -> None:
     try:
         router.search("flaky", mode="lexical", **{field: value})  # type: ignore[arg-type]
@@ -124,7 +127,9 @@ def test_killed_writers_leave_nothing_for_git_and_no_torn_file(tmp_path: Path) -
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     index_dir = tmp_path / "idx"
     for kill in range(8):
-        saver = subprocess.Popen([sys.executable, "-c", SAVER, str(root), str(index_dir)], stdout=subprocess.PIPE, text=True)
+        saver = subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(root), str(index_dir)], stdout=subprocess.PIPE, text=True
+        )
         assert saver.stdout is not None and saver.stdout.readline().strip() == "ready"
         time.sleep(0.05 + 0.04 * kill)
         os.kill(saver.pid, signal.SIGKILL)
@@ -132,7 +137,13 @@ def test_killed_writers_leave_nothing_for_git_and_no_torn_file(tmp_path: Path) -
         saver.stdout.close()
         text = (root / "big.md").read_text(encoding="utf-8") if (root / "big.md").exists() else None
         assert text is None or (text.startswith("# Big") and text.endswith(" ") and len(set(text.split()[2::2])) == 1)
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=project, capture_output=True, text=True, check=True)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert [line for line in status.stdout.splitlines() if not line.endswith(".md")] == []
     with Router.open(root=root, index_dir=index_dir, watch=False) as router:
         router.save("# After\n\nthe next writer cleans up\n", "after")

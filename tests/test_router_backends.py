@@ -68,7 +68,9 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
 ) -> None:
     project = make_project(tmp_path, toml_for(fake.url))
     word = unique_word()
-    long_text = "# Flaky tests runbook\n\n" + "\n\n".join(f"Flaky tests step {i}: rerun the suite. " * 12 for i in range(8))
+    long_text = "# Flaky tests runbook\n\n" + "\n\n".join(
+        f"Flaky tests step {i}: rerun the suite. " * 12 for i in range(8)
+    )
     write(project / ".serena" / "memories", "ops/flaky-runbook", long_text)
     with ForgetfulBackend(ForgetfulConfig(url=fake.url)) as other:
         outside_text = f"Flaky tests {word}: only the service knows."

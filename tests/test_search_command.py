@@ -190,7 +190,8 @@ def test_a_reader_that_goes_away_ends_the_search_quietly(memories: Path, tmp_pat
     try:
         done = _console_script(
             ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search", "flaky"],
-            stdout=write_end, stderr=subprocess.PIPE,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
         )
     finally:
         os.close(write_end)

@@ -67,9 +67,7 @@ def real_forgetful(
 
 
 @pytest.fixture
-def own_forgetful(
-    forgetful_available: None, embed_server: EmbedServer, tmp_path: Path
-) -> Iterator[RealForgetful]:
+def own_forgetful(forgetful_available: None, embed_server: EmbedServer, tmp_path: Path) -> Iterator[RealForgetful]:
     """A real Forgetful of the test's own (for faults: kill, restart)."""
     server = start_forgetful(tmp_path / "forgetful", embed_server.url)
     try:

@@ -245,8 +245,10 @@ def make_app(
     async def lifespan(app: Starlette) -> Any:
         from memrouter.embed import get_embedder
 
-        model = embedder if embedder is not None else await asyncio.to_thread(
-            lambda: get_embedder(embedder_name, **(embedder_options or {}))
+        model = (
+            embedder
+            if embedder is not None
+            else await asyncio.to_thread(lambda: get_embedder(embedder_name, **(embedder_options or {})))
         )
         batcher = FairBatcher(model, settings.max_batch, settings.max_batch_tokens, settings.batch_window)
         app.state.batcher = batcher

@@ -88,7 +88,9 @@ class ExternalServices:
         """Each backend: name, availability, endpoint, health-cache age, last error, sync count."""
         from memrouter.index import queries
 
-        return self.configured.status(lambda backend: self._indexed(lambda: queries.synced_count(self._conn(), backend)))
+        return self.configured.status(
+            lambda backend: self._indexed(lambda: queries.synced_count(self._conn(), backend))
+        )
 
     def sync(
         self,

@@ -55,9 +55,7 @@ def serve(
     from memrouter.mcp.http import is_loopback, run_http
 
     if http and not token and not is_loopback(host):
-        raise ConfigError(
-            f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN"
-        )
+        raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
     if token is not None and not token.strip():
         raise ConfigError("the bearer token must not be empty")
     listeners: list[socket.socket] = []

@@ -223,6 +223,4 @@ class Filters:
 
     @property
     def empty(self) -> bool:
-        return not (
-            self.channels or self.kinds or self.scopes or self.statuses or self.tags or self.prefix
-        )
+        return not (self.channels or self.kinds or self.scopes or self.statuses or self.tags or self.prefix)

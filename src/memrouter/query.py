@@ -102,7 +102,9 @@ def make_filters(
 ) -> Filters:
     """Validated ``Filters`` from loose arguments (a single string or a list each)."""
     if prefix is not None:
-        prefix = check_text("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
+        prefix = (
+            check_text("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
+        )
     return Filters(
         channels=_values("channel", channels, CHANNELS),
         kinds=_values("kind", kinds, None),

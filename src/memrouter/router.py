@@ -187,7 +187,9 @@ class Router:
             return hits
         return self._external.augment(query, limit, hits, content)
 
-    def _search_canonical(self, query: str, limit: int, mode: str, filters: Filters, content: bool) -> builtins.list[Hit]:
+    def _search_canonical(
+        self, query: str, limit: int, mode: str, filters: Filters, content: bool
+    ) -> builtins.list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
@@ -383,7 +385,9 @@ class Router:
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
         index = self._index.status()
-        warnings = index.pop("warnings") + [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
+        warnings = index.pop("warnings") + [
+            f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys
+        ]
         return {
             "root": str(self.config.root),
             "project": str(self.config.project_dir) if self.config.project_dir else None,

@@ -62,9 +62,7 @@ def test_plugin_is_found_and_built(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert backend.config == {"a": 1}  # type: ignore[attr-defined]
 
 
-def test_plugin_with_missing_module_says_how_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_plugin_with_missing_module_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _install_plugin(tmp_path, "ghost", "memrouter_ghost_module_absent:Ghost")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(BackendNotInstalled) as info:

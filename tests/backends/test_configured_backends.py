@@ -53,7 +53,9 @@ def test_a_backend_that_cannot_be_built_is_left_out_with_its_reason() -> None:
 
 
 def test_status_reports_each_section_with_its_sync_count() -> None:
-    configured = ConfiguredBackends({"forgetful": {"url": DOWN}, "off": {"type": "forgetful", "url": DOWN, "enabled": False}})
+    configured = ConfiguredBackends(
+        {"forgetful": {"url": DOWN}, "off": {"type": "forgetful", "url": DOWN, "enabled": False}}
+    )
     statuses = {entry["name"]: entry for entry in configured.status(lambda name: 7)}
     assert statuses["forgetful"]["available"] is False and statuses["forgetful"]["synced"] == 7
     assert statuses["forgetful"]["endpoint"] == DOWN

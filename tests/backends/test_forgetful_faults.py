@@ -40,9 +40,7 @@ def _works(backend: ForgetfulBackend) -> None:
 
 
 def test_nothing_listening_is_unavailable() -> None:
-    config = ForgetfulConfig(
-        url=f"http://127.0.0.1:{free_port()}/mcp", timeout=TIMEOUT, connect_timeout=TIMEOUT
-    )
+    config = ForgetfulConfig(url=f"http://127.0.0.1:{free_port()}/mcp", timeout=TIMEOUT, connect_timeout=TIMEOUT)
     with ForgetfulBackend(config) as backend:
         assert backend.available() is False
         with pytest.raises(BackendUnavailable):

@@ -89,9 +89,25 @@ def test_many_processes_mixed_operations_lose_nothing(tmp_path: Path) -> None:
     reports = [tmp_path / f"worker-{n}.json" for n in range(WORKERS)]
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "memrouter.testing.workload", "--root", str(root), "--index-dir", str(index_dir),
-             "--worker", str(n), "--ops", str(OPS), "--seed", "7", "--out", str(reports[n])],
-            stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "memrouter.testing.workload",
+                "--root",
+                str(root),
+                "--index-dir",
+                str(index_dir),
+                "--worker",
+                str(n),
+                "--ops",
+                str(OPS),
+                "--seed",
+                "7",
+                "--out",
+                str(reports[n]),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for n in range(WORKERS)
     ]
@@ -116,7 +132,11 @@ def test_many_processes_mixed_operations_lose_nothing(tmp_path: Path) -> None:
         assert report["error"] is None, report["error"]
         owned.update(report["files"])
         shared_lines += report["shared_lines"]
-    lost = [name for name, text in owned.items() if not (root / f"{name}.md").is_file() or (root / f"{name}.md").read_text(encoding="utf-8") != text]
+    lost = [
+        name
+        for name, text in owned.items()
+        if not (root / f"{name}.md").is_file() or (root / f"{name}.md").read_text(encoding="utf-8") != text
+    ]
     assert lost == []
     log = (root / "shared/log.md").read_text(encoding="utf-8")
     assert [line for line in shared_lines if log.count(f"{line}\n") != 1] == []
@@ -175,7 +195,9 @@ def test_cli_read_then_conditional_save_loses_nothing(tmp_path: Path) -> None:
         "done\n"
     )
     processes = [
-        subprocess.Popen(["bash", "-c", script], cwd=project, env={**os.environ, "W": str(n)}, stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            ["bash", "-c", script], cwd=project, env={**os.environ, "W": str(n)}, stdout=subprocess.PIPE, text=True
+        )
         for n in (1, 2)
     ]
     acknowledged = [line for p in processes for line in p.communicate(timeout=300)[0].splitlines()]
@@ -198,4 +220,3 @@ def test_six_processes_starting_on_a_new_project(tmp_path: Path) -> None:
         with Router.open(root=root, index_dir=project / ".memrouter", watch=False) as router:
             assert {item.name for item in router.list()} == {"seed", *(f"n{n}" for n in range(6))}
         assert not list((project / ".memrouter").glob("index.sqlite.corrupt-*"))
-

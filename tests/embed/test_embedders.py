@@ -55,8 +55,11 @@ def test_batching_does_not_change_vectors(minilm: BertEmbedderBase) -> None:
 
 def test_related_texts_are_closer_than_unrelated(minilm: BertEmbedderBase) -> None:
     query, near, far = minilm.embed_batch(
-        ["how is continuous integration configured?", "The CI pipeline runs make test on every push.",
-         "Grandma's apple pie needs cinnamon."]
+        [
+            "how is continuous integration configured?",
+            "The CI pipeline runs make test on every push.",
+            "Grandma's apple pie needs cinnamon.",
+        ]
     )
     assert float(query @ near) > float(query @ far) + 0.2
 

@@ -4,11 +4,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from helpers import write
 
 from memrouter import Router
 from memrouter.errors import InvalidInput
-
-from helpers import write
 
 
 def names(hits: list) -> list[str]:  # type: ignore[type-arg]

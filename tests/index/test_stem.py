@@ -20,7 +20,7 @@ activate activ angulariti angular homologous homolog effective effect bowdlerize
 rate rate cease ceas controll control roll roll generalizations gener oscillators oscil""".split()
 
 
-@pytest.mark.parametrize("word,expected", list(zip(CASES[::2], CASES[1::2])))
+@pytest.mark.parametrize("word,expected", list(zip(CASES[::2], CASES[1::2], strict=False)))
 def test_porter_vocabulary(word: str, expected: str) -> None:
     assert stem(word) == expected
 

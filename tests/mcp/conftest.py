@@ -100,7 +100,9 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.process.stderr.read().decode() if self.process.stderr else ''}")
+                raise RuntimeError(
+                    f"server exited: {self.process.stderr.read().decode() if self.process.stderr else ''}"
+                )
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):
                     return

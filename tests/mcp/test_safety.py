@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import MCPError
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +70,10 @@ async def test_escaping_names_are_refused(project_root: Path, tmp_path: Path, ou
             for tool, result in await attempts(client, name):
                 text = result.content[0].text
                 if tool == "list_memories" and not result.is_error:
-                    assert text == "{}" or not name.strip(), (name, text)  # an odd topic that exists nowhere lists nothing
+                    assert text == "{}" or not name.strip(), (
+                        name,
+                        text,
+                    )  # an odd topic that exists nowhere lists nothing
                     continue
                 assert result.is_error, (tool, name, text)
                 assert "SECRET" not in text and "pwned" not in text
@@ -101,7 +105,7 @@ async def test_symlinks_out_of_the_root_are_refused(
             assert result.is_error or "not found" in result.content[0].text
         hits = await client.call_tool("search_memory", {"query": "top secret"})
         assert hits.structured_content["results"] == []
-        with pytest.raises(Exception):
+        with pytest.raises(MCPError, match="outside the memories root"):
             await client.read_resource("memory://leak")
     assert snapshot(outside) == before
     assert (project_root / "leak.md").is_symlink()

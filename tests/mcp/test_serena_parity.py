@@ -30,7 +30,11 @@ SERENA = os.environ.get("MEMROUTER_TEST_SERENA", "")
 # (tool, arguments, compare): "text" compares the answer text exactly, "error" only that both fail.
 SCENARIO: list[tuple[str, dict[str, Any], str]] = [
     ("list_memories", {}, "text"),
-    ("write_memory", {"memory_name": "mem:arch/overview.md", "content": "# Overview\n\nSee `mem:auth` and mem:auth.\n"}, "text"),
+    (
+        "write_memory",
+        {"memory_name": "mem:arch/overview.md", "content": "# Overview\n\nSee `mem:auth` and mem:auth.\n"},
+        "text",
+    ),
     ("write_memory", {"memory_name": "auth", "content": "# Auth\n\nTokens expire hourly. Tokens rotate.\n"}, "text"),
     ("write_memory", {"memory_name": "auth-v2", "content": "---\nkind: adr\n---\nraw `mem:auth-v2`\n"}, "text"),
     ("write_memory", {"memory_name": "a/b/c/deep", "content": "deep ünïcode\n"}, "text"),
@@ -43,8 +47,27 @@ SCENARIO: list[tuple[str, dict[str, Any], str]] = [
     ("list_memories", {"topic": "nothing"}, "text"),
     ("edit_memory", {"memory_name": "auth", "needle": "hourly", "repl": "daily", "mode": "literal"}, "text"),
     ("edit_memory", {"memory_name": "auth", "needle": "Tokens", "repl": "Keys", "mode": "literal"}, "text"),
-    ("edit_memory", {"memory_name": "auth", "needle": "Tokens", "repl": "Keys", "mode": "literal", "allow_multiple_occurrences": True}, "text"),
-    ("edit_memory", {"memory_name": "auth", "needle": r"^# (\w+)$.*?daily", "repl": "# $!1 \\1\n\nKeys expire daily", "mode": "regex"}, "text"),
+    (
+        "edit_memory",
+        {
+            "memory_name": "auth",
+            "needle": "Tokens",
+            "repl": "Keys",
+            "mode": "literal",
+            "allow_multiple_occurrences": True,
+        },
+        "text",
+    ),
+    (
+        "edit_memory",
+        {
+            "memory_name": "auth",
+            "needle": r"^# (\w+)$.*?daily",
+            "repl": "# $!1 \\1\n\nKeys expire daily",
+            "mode": "regex",
+        },
+        "text",
+    ),
     ("edit_memory", {"memory_name": "auth", "needle": "absent", "repl": "x", "mode": "regex"}, "text"),
     ("write_memory", {"memory_name": "tags", "content": "<a>one\n<a>two\n</a>\n"}, "text"),
     ("edit_memory", {"memory_name": "tags", "needle": "<a>.*?</a>", "repl": "x", "mode": "regex"}, "text"),
@@ -153,7 +176,9 @@ async def test_global_memories_shared_with_serena(serena_url: Any, tmp_path: Pat
 
     url, serena_root, serena_global = serena_url
     async with connect(serena_root, tmp_path / "index", global_root=serena_global) as ours:
-        written = await ours.call_tool("write_memory", {"memory_name": "global/style/python", "content": "Type hints.\n"})
+        written = await ours.call_tool(
+            "write_memory", {"memory_name": "global/style/python", "content": "Type hints.\n"}
+        )
         assert written.content[0].text == "Memory global/style/python written."
         async with Client(url) as serena:
             read = await serena.call_tool("read_memory", {"memory_name": "global/style/python"})

@@ -26,7 +26,9 @@ INITIALIZE = {
 
 async def roundtrip(client: Any, root: Path, marker: str) -> None:
     """A short session touching memrouter's, Serena's and the session tools."""
-    written = await client.call_tool("write_memory", {"memory_name": f"notes/{marker}", "content": f"# {marker}\n\nabout {marker}\n"})
+    written = await client.call_tool(
+        "write_memory", {"memory_name": f"notes/{marker}", "content": f"# {marker}\n\nabout {marker}\n"}
+    )
     assert written.content[0].text == f"Memory notes/{marker} written."
     found = await client.call_tool("search_memory", {"query": marker, "mode": "lexical"})
     assert found.structured_content["results"][0]["name"] == f"notes/{marker}"
@@ -43,7 +45,9 @@ async def test_stdio_subprocess(project_root: Path, tmp_path: Path) -> None:
     project = project_root.parent.parent
     # No --root: the server finds the project from its working directory (a subfolder here).
     (project / "src").mkdir()
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memrouter", "serve"], env=env, cwd=str(project / "src"))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memrouter", "serve"], env=env, cwd=str(project / "src")
+    )
     async with Client(params) as client:
         await roundtrip(client, project_root, "stdio")
         branch = await client.call_tool("get_current_branch", {})
@@ -98,7 +102,11 @@ def post(url: str, headers: dict[str, str] | None = None) -> int:
         url,
         data=body,
         method="POST",
-        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **(headers or {})},
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
     )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

@@ -74,7 +74,9 @@ def test_changed_files_and_diff(repo: Path) -> None:
 
 def test_search_commits_is_plain_text_and_never_an_option(repo: Path) -> None:
     session = GitSession(repo)
-    assert [c["subject"] for c in session.search_commits("LOGIN timeout")["commits"]] == ["Fix login timeout (issue #12)"]
+    assert [c["subject"] for c in session.search_commits("LOGIN timeout")["commits"]] == [
+        "Fix login timeout (issue #12)"
+    ]
     assert session.search_commits("(issue #12)")["commits"]  # regex characters are literal
     assert session.search_commits(".*")["commits"] == []
     for hostile in ("--all", "-n1", "--output=/tmp/pwned", "--exec=touch pwned"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.servers import FakeServer, serve_http
 

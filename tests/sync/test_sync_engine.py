@@ -64,9 +64,7 @@ def test_dry_run_says_what_would_happen_and_changes_nothing(project: Path, inspe
         assert state.load_records(router._conn, "forgetful") == {}
 
 
-def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(
-    project: Path, inspector: ForgetfulBackend
-) -> None:
+def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(project: Path, inspector: ForgetfulBackend) -> None:
     path = project / ".serena" / "memories" / "ops" / "deep" / "runbook.md"
     path.parent.mkdir(parents=True)
     path.write_text(LONG)
@@ -130,9 +128,7 @@ def test_rename_without_git_is_found_by_hash(project: Path, inspector: Forgetful
     assert len(remote_memories(inspector, project)) == 6
 
 
-def test_crash_after_remote_create_before_state_write_converges(
-    project: Path, inspector: ForgetfulBackend
-) -> None:
+def test_crash_after_remote_create_before_state_write_converges(project: Path, inspector: ForgetfulBackend) -> None:
     """The exact state a process killed between the remote create and the local write leaves."""
     root = project / ".serena" / "memories"
     (root / "ops").mkdir()
@@ -199,9 +195,7 @@ def test_server_killed_mid_sync_then_rerun_converges(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_slow_server_beyond_the_timeout_stops_the_run_and_keeps_progress(
-    tmp_path: Path, fake_http: FakeServer
-) -> None:
+def test_slow_server_beyond_the_timeout_stops_the_run_and_keeps_progress(tmp_path: Path, fake_http: FakeServer) -> None:
     project = make_project(tmp_path, http_toml(fake_http.url, timeout=0.5))
     try:
         fake_http.set_fault("slow", 3.0)

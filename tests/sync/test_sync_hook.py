@@ -110,7 +110,7 @@ def test_hook_never_blocks_a_commit_when_python_or_memrouter_is_broken(tmp_path:
 def test_existing_hook_is_chained_and_restored(tmp_path: Path) -> None:
     project = make_project(tmp_path)
     hooks = project / ".git" / "hooks"
-    original = "#!/bin/sh\necho ran >> \"$(git rev-parse --show-toplevel)/chained.log\"\nexit 0\n"
+    original = '#!/bin/sh\necho ran >> "$(git rev-parse --show-toplevel)/chained.log"\nexit 0\n'
     (hooks / "pre-commit").write_text(original)
     (hooks / "pre-commit").chmod(0o755)
     result = install_hook(memories_root(project), project / ".memrouter" / QUEUE_FILE)

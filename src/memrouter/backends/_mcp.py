@@ -43,9 +43,7 @@ logger = logging.getLogger(__name__)
 ClientFactory = Callable[[], Client]
 
 # JSON-RPC error codes that say "the peer or the path to it is in trouble", not "you broke the contract".
-_TRANSIENT_CODES = frozenset(
-    {mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT, mcp_types.INTERNAL_ERROR}
-)
+_TRANSIENT_CODES = frozenset({mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT, mcp_types.INTERNAL_ERROR})
 _CLOSE_GRACE_S = 2.0
 
 
@@ -81,9 +79,7 @@ def stdio_client_factory(
     mode: str = "auto",
 ) -> ClientFactory:
     """Build ``mcp.Client`` objects that start ``command`` and speak MCP over its stdio."""
-    params = StdioServerParameters(
-        command=command[0], args=list(command[1:]), env=dict(env) if env else None, cwd=cwd
-    )
+    params = StdioServerParameters(command=command[0], args=list(command[1:]), env=dict(env) if env else None, cwd=cwd)
 
     def factory() -> Client:
         return Client(stdio_client(params, errlog=errlog), mode=mode)

@@ -100,7 +100,7 @@ class ConfiguredBackends:
         chosen = list(self.flagged("sync").values())
         if not chosen:
             raise ConfigError(
-                "no external backend configured: add [backends.forgetful] url = \"http://localhost:8020/mcp\" "
+                'no external backend configured: add [backends.forgetful] url = "http://localhost:8020/mcp" '
                 "to memrouter.toml, or set MEMROUTER_FORGETFUL_URL"
             )
         return chosen

@@ -336,9 +336,7 @@ class ForgetfulBackend:
         if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], dict):
             data = data["result"]
         if not isinstance(data, dict):
-            raise BackendContractError(
-                f"{self.name}: {meta_tool} returned {type(data).__name__}, not an object"
-            )
+            raise BackendContractError(f"{self.name}: {meta_tool} returned {type(data).__name__}, not an object")
         return data
 
     def stderr_tail(self, limit: int = 2000) -> str:

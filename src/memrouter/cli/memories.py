@@ -73,10 +73,16 @@ class _progress_bar:
 
 @click.command()
 @click.argument("query")
-@click.option("--limit", "-n", type=click.IntRange(1, 200), default=None,
-              help="How many results (default from configuration: 10).")
-@click.option("--mode", type=click.Choice(MODES), default=None,
-              help="Retrieval mode (default from configuration: hybrid).")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(1, 200),
+    default=None,
+    help="How many results (default from configuration: 10).",
+)
+@click.option(
+    "--mode", type=click.Choice(MODES), default=None, help="Retrieval mode (default from configuration: hybrid)."
+)
 @click.option("--channel", multiple=True, help="Only these channels (repeatable).")
 @click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
 @click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
@@ -84,8 +90,11 @@ class _progress_bar:
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
 @click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
 @click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
-@click.option("--origin", default=None,
-              help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).")
+@click.option(
+    "--origin",
+    default=None,
+    help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).",
+)
 @click.option("--source", "source_alias", default=None, hidden=True)
 @FORMAT
 @pass_state
@@ -169,7 +178,11 @@ def list_(
 @click.option("--source", default=None, help="Where it came from: ADR-005, a commit, a URL.")
 @click.option("--author", default=None, help="Who wrote it: user:alice, agent:x.")
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None)
-@click.option("--expected-hash", default=None, help="Refuse to overwrite unless the stored file has this hash ('' = must not exist).")
+@click.option(
+    "--expected-hash",
+    default=None,
+    help="Refuse to overwrite unless the stored file has this hash ('' = must not exist).",
+)
 @FORMAT
 @pass_state
 @handle_errors
@@ -228,9 +241,7 @@ def status(state: State, fmt: str) -> None:
         lines = [
             f"root:     {data['root']}{' (read-only)' if data['readonly'] else ''}",
             f"index:    {data['index']['path']} ({data['index']['size_bytes'] // 1024} KiB)",
-            f"memories: {mem['total']} ("
-            + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v)
-            + ")",
+            f"memories: {mem['total']} (" + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v) + ")",
         ]
         if data["problems"]:
             lines.append(f"problems: {len(data['problems'])}")

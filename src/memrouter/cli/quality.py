@@ -80,7 +80,9 @@ def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, 
         if details:
             for row in data["queries"]:
                 if row["missing"]:
-                    lines.append(f"  {row['id']} missed {', '.join(row['missing'])}  (top: {', '.join(row['top'][:3])})")
+                    lines.append(
+                        f"  {row['id']} missed {', '.join(row['missing'])}  (top: {', '.join(row['top'][:3])})"
+                    )
         return "\n".join(lines)
 
     emit(fmt, data, text)

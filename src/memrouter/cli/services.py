@@ -13,10 +13,19 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP at /mcp instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind with --http.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="Port with --http.")
-@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
-              help="Bearer token HTTP clients must send (required off loopback; env MEMROUTER_TOKEN).")
-@click.option("--global-root", envvar="MEMROUTER_GLOBAL_ROOT", type=click.Path(file_okay=False), default=None,
-              help="Folder for Serena-style global/<name> memories (default: refused).")
+@click.option(
+    "--token",
+    envvar="MEMROUTER_TOKEN",
+    default=None,
+    help="Bearer token HTTP clients must send (required off loopback; env MEMROUTER_TOKEN).",
+)
+@click.option(
+    "--global-root",
+    envvar="MEMROUTER_GLOBAL_ROOT",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder for Serena-style global/<name> memories (default: refused).",
+)
 @pass_state
 @handle_errors
 def serve(
@@ -72,8 +81,12 @@ def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | No
 
 @click.command()
 @click.option("--backend", default=None, help="Only this backend (default: every configured one).")
-@click.option("--remote", "check_remote", is_flag=True,
-              help="Also fetch every mapped remote memory (one call each; needs the service).")
+@click.option(
+    "--remote",
+    "check_remote",
+    is_flag=True,
+    help="Also fetch every mapped remote memory (one call each; needs the service).",
+)
 @FORMAT
 @pass_state
 @handle_errors
@@ -121,11 +134,16 @@ def hook(state: State, action: str, fmt: str) -> None:
 @click.command(name="embed-serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8090, show_default=True)
-@click.option("--token", envvar="MEMROUTER_TOKEN", default=None,
-              help="Bearer token clients must send (required off loopback; env MEMROUTER_TOKEN).")
+@click.option(
+    "--token",
+    envvar="MEMROUTER_TOKEN",
+    default=None,
+    help="Bearer token clients must send (required off loopback; env MEMROUTER_TOKEN).",
+)
 @click.option("--embedder", "embedder_name", default="minilm", show_default=True, help="Registered embedder name.")
-@click.option("--dimension", type=click.IntRange(1, 65536), default=None,
-              help="Vector size, for embedders that take one (hash).")
+@click.option(
+    "--dimension", type=click.IntRange(1, 65536), default=None, help="Vector size, for embedders that take one (hash)."
+)
 @handle_errors
 def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dimension: int | None) -> None:
     """Serve an OpenAI-compatible POST /v1/embeddings from the offline embedder."""
@@ -136,6 +154,4 @@ def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dim
     def announce() -> None:
         click.echo(f"memrouter: serving embeddings at http://{host}:{port}/v1/embeddings", err=True)
 
-    serve_embeddings(
-        host, port, token=token, embedder_name=embedder_name, embedder_options=options, on_ready=announce
-    )
+    serve_embeddings(host, port, token=token, embedder_name=embedder_name, embedder_options=options, on_ready=announce)

@@ -126,7 +126,9 @@ EMBEDDERS = Registry(
     ENTRY_POINT_GROUP,
     {
         "minilm": Builtin("memrouter.embed.loaders:load_minilm", MODEL_HINT),
-        "minilm-onnx": Builtin("memrouter.embed.loaders:load_minilm_onnx", f"pip install onnxruntime onnx && {MODEL_HINT}"),
+        "minilm-onnx": Builtin(
+            "memrouter.embed.loaders:load_minilm_onnx", f"pip install onnxruntime onnx && {MODEL_HINT}"
+        ),
         "minilm-numpy": Builtin("memrouter.embed.loaders:load_minilm_numpy", MODEL_HINT),
         "sentence-transformers": Builtin(
             "memrouter.embed.sbert:load_sentence_transformer", f"pip install 'memrouter[torch]' && {MODEL_HINT}"

@@ -153,5 +153,3 @@ class BertEmbedderBase:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r}, runtime={self.runtime!r})"
-
-

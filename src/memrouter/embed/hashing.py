@@ -53,7 +53,7 @@ class HashEmbedder:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             words = [w.lower() for w in _WORD.findall(text)]
-            features = words + [f"{a} {b}" for a, b in zip(words, words[1:])]
+            features = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
             for feature in features:
                 digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")

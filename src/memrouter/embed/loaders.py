@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed import MODEL_HINT
+from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import model_dir
 from memrouter.errors import NotInstalled
 

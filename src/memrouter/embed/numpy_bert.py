@@ -28,11 +28,22 @@ EPS = 1e-12
 _ROW_BLOCK = 256
 
 # Rational approximation of erf on [-4, 4] (float32 accurate; beyond, erf = +-1).
-_ALPHA = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-          -1.60960333262415e-02)
-_BETA = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-         -7.37332916720468e-03, -1.42647390514189e-02)
+_ALPHA = (
+    -2.72614225801306e-10,
+    2.77068142495902e-08,
+    -2.10102402082508e-06,
+    -5.69250639462346e-05,
+    -7.34990630326855e-04,
+    -2.95459980854025e-03,
+    -1.60960333262415e-02,
+)
+_BETA = (
+    -1.45660718464996e-05,
+    -2.13374055278905e-04,
+    -1.68282697438203e-03,
+    -7.37332916720468e-03,
+    -1.42647390514189e-02,
+)
 
 
 def erf(x: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -101,20 +112,22 @@ class NumpyEmbedder(BertEmbedderBase):
             q_b = w[p + "attention.self.query.bias"] * scale
             qkv_w = np.concatenate([q_w, w[p + "attention.self.key.weight"], w[p + "attention.self.value.weight"]])
             qkv_b = np.concatenate([q_b, w[p + "attention.self.key.bias"], w[p + "attention.self.value.bias"]])
-            self._layers.append({
-                "qkv_w": np.ascontiguousarray(qkv_w.T),
-                "qkv_b": qkv_b,
-                "o_w": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
-                "o_b": w[p + "attention.output.dense.bias"],
-                "ln1_w": w[p + "attention.output.LayerNorm.weight"],
-                "ln1_b": w[p + "attention.output.LayerNorm.bias"],
-                "i_w": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
-                "i_b": w[p + "intermediate.dense.bias"],
-                "f_w": np.ascontiguousarray(w[p + "output.dense.weight"].T),
-                "f_b": w[p + "output.dense.bias"],
-                "ln2_w": w[p + "output.LayerNorm.weight"],
-                "ln2_b": w[p + "output.LayerNorm.bias"],
-            })
+            self._layers.append(
+                {
+                    "qkv_w": np.ascontiguousarray(qkv_w.T),
+                    "qkv_b": qkv_b,
+                    "o_w": np.ascontiguousarray(w[p + "attention.output.dense.weight"].T),
+                    "o_b": w[p + "attention.output.dense.bias"],
+                    "ln1_w": w[p + "attention.output.LayerNorm.weight"],
+                    "ln1_b": w[p + "attention.output.LayerNorm.bias"],
+                    "i_w": np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                    "i_b": w[p + "intermediate.dense.bias"],
+                    "f_w": np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                    "f_b": w[p + "output.dense.bias"],
+                    "ln2_w": w[p + "output.LayerNorm.weight"],
+                    "ln2_b": w[p + "output.LayerNorm.bias"],
+                }
+            )
 
     def _forward(self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]) -> NDArray[np.float32]:
         """Run the encoder on the real tokens only, packed: padding costs nothing.
@@ -136,7 +149,7 @@ class NumpyEmbedder(BertEmbedderBase):
             qkv = x @ layer["qkv_w"]
             qkv += layer["qkv_b"]
             context = np.empty_like(x)
-            for begin, end in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            for begin, end in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=False):
                 heads = qkv[begin:end].reshape(end - begin, 3, HEADS, head).transpose(1, 2, 0, 3)
                 scores = heads[0] @ heads[1].transpose(0, 2, 1)
                 scores -= scores.max(axis=-1, keepdims=True)

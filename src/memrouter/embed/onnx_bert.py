@@ -74,7 +74,11 @@ def build_onnx_model(weights_path: Path) -> bytes:
     node("Add", ["tok_emb", "pos_emb"], "emb_sum")
     x = node(
         "LayerNormalization",
-        ["emb_sum", const("emb_ln_w", w["embeddings.LayerNorm.weight"]), const("emb_ln_b", w["embeddings.LayerNorm.bias"])],
+        [
+            "emb_sum",
+            const("emb_ln_w", w["embeddings.LayerNorm.weight"]),
+            const("emb_ln_b", w["embeddings.LayerNorm.bias"]),
+        ],
         "emb_out",
         axis=-1,
         epsilon=EPS,
@@ -86,7 +90,11 @@ def build_onnx_model(weights_path: Path) -> bytes:
     for i in range(LAYERS):
         p = f"encoder.layer.{i}."
         qkv_w = np.concatenate(
-            [w[p + "attention.self.query.weight"], w[p + "attention.self.key.weight"], w[p + "attention.self.value.weight"]]
+            [
+                w[p + "attention.self.query.weight"],
+                w[p + "attention.self.key.weight"],
+                w[p + "attention.self.value.weight"],
+            ]
         ).T
         qkv_b = np.concatenate(
             [w[p + "attention.self.query.bias"], w[p + "attention.self.key.bias"], w[p + "attention.self.value.bias"]]

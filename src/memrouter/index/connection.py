@@ -145,5 +145,3 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         except sqlite3.Error as exc:  # the error being raised says more than this one
             log.info("rollback failed: %s", exc)
         raise
-
-

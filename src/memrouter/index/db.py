@@ -294,5 +294,3 @@ class IndexFile:
             if fd is not None:
                 os.close(fd)  # closing drops this process's flock
         self._lock_fd = self._users_fd = None
-
-

@@ -174,12 +174,17 @@ class DenseIndex:
         with transaction(conn):
             # Only memories whose row still has the hash that was embedded: another
             # process may have changed one meanwhile (it embeds its own version).
-            current = {
-                row[0]: row[1]
-                for row in conn.execute(
-                    f"SELECT id, hash FROM memories WHERE id IN ({', '.join('?' * len(todo))})", [r["id"] for r in todo]
-                )
-            } if len(todo) < 30000 else {row[0]: row[1] for row in conn.execute("SELECT id, hash FROM memories")}
+            current = (
+                {
+                    row[0]: row[1]
+                    for row in conn.execute(
+                        f"SELECT id, hash FROM memories WHERE id IN ({', '.join('?' * len(todo))})",
+                        [r["id"] for r in todo],
+                    )
+                }
+                if len(todo) < 30000
+                else {row[0]: row[1] for row in conn.execute("SELECT id, hash FROM memories")}
+            )
             fresh = [row for row in todo if current.get(row["id"]) == row["hash"]]
             conn.executemany(
                 "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(row["id"], self.model_id) for row in fresh]
@@ -203,7 +208,9 @@ class DenseIndex:
 
     # -- searching ---------------------------------------------------------
     def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str, str]:
-        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation', 'epoch')"))
+        rows = dict(
+            conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation', 'epoch')")
+        )
         return rows.get("epoch", "0"), rows.get("generation", "0"), rows.get("dense_generation", "0")
 
     def _load(self, conn: sqlite3.Connection) -> None:
@@ -248,7 +255,9 @@ class DenseIndex:
         memory_of = dict(conn.execute("SELECT id, memory_id FROM chunks WHERE model = ?", (self.model_id,)))
         self._matrix = matrix
         self._chunk_ids = chunk_ids
-        self._chunk_memory = np.fromiter((memory_of.get(int(c), -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        self._chunk_memory = np.fromiter(
+            (memory_of.get(int(c), -1) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids)
+        )
         options = {} if self._hnsw_threshold is None else {"hnsw_threshold": self._hnsw_threshold}
         hnsw_path = cache / f"{stem}.hnsw" if cache is not None else None
         self._searcher = vector_search.open_searcher(matrix, hnsw_path=hnsw_path, **options)
@@ -270,21 +279,21 @@ class DenseIndex:
         allowed = None
         if not filters.empty:
             where, params = filter_sql(filters)
-            ids = np.fromiter((r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64)
+            ids = np.fromiter(
+                (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64
+            )
             allowed = np.nonzero(np.isin(self._chunk_memory, ids))[0]
             if allowed.size == 0:
                 return []
         rows, scores = self._searcher.top_k(vector, min(self._searcher.size, limit * CHUNKS_PER_MEMORY), allowed)
         best: dict[int, tuple[float, int]] = {}
-        for row, score in zip(rows.tolist(), scores.tolist()):
+        for row, score in zip(rows.tolist(), scores.tolist(), strict=False):
             memory_id = int(self._chunk_memory[row])
             if memory_id >= 0 and memory_id not in best:
                 best[memory_id] = (score, int(self._chunk_ids[row]))
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
         details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
-        return [
-            Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked
-        ]
+        return [Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked]
 
     def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """Recall@k of the HNSW graph against exact search over this index's vectors.
@@ -310,7 +319,9 @@ class DenseIndex:
             "samples": min(samples, exact.size),
             "recall": round(recall, 4),
             "hnsw_build_s": round(built, 3),
-            "search_path": "hnsw" if exact.size >= (self._hnsw_threshold or vector_search.DEFAULT_HNSW_THRESHOLD) else "exact",
+            "search_path": "hnsw"
+            if exact.size >= (self._hnsw_threshold or vector_search.DEFAULT_HNSW_THRESHOLD)
+            else "exact",
         }
 
     @staticmethod

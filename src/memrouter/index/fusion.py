@@ -49,7 +49,7 @@ def reciprocal_rank_fusion(
     """
     active = {name: ranked for name, ranked in lists.items() if ranked}
     if len(active) == 1:
-        (name, ranked), = active.items()
+        ((name, ranked),) = active.items()
         return [
             Fused(c.memory_id, c.score, (Match(name, rank, round(c.score, 6), c.detail),), c.offset)
             for rank, c in enumerate(ranked[:limit], 1)

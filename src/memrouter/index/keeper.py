@@ -18,7 +18,14 @@ from memrouter.errors import IndexBusy, IndexCorrupt, StorageError
 from memrouter.index import db, queries
 from memrouter.index.connection import DEFAULT_WRITE_WAIT
 from memrouter.index.lexical import LexicalIndex
-from memrouter.index.refresh import Progress, RefreshReport, delete_memory, refresh_index, upsert_memory, write_transaction
+from memrouter.index.refresh import (
+    Progress,
+    RefreshReport,
+    delete_memory,
+    refresh_index,
+    upsert_memory,
+    write_transaction,
+)
 from memrouter.lazylog import LazyLogger
 from memrouter.store.files import WRITE_AREA, MemoryStore, Written
 
@@ -242,7 +249,9 @@ class IndexKeeper:
         try:
             self.indexed(change)
         except StorageError as exc:
-            log.warning("memory %s is written, but the index could not take it now (%s); the next refresh will", name, exc)
+            log.warning(
+                "memory %s is written, but the index could not take it now (%s); the next refresh will", name, exc
+            )
             self.unindexed.append(name)
             self._last_check = float("-inf")  # the next read refreshes first
 

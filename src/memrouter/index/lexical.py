@@ -132,7 +132,7 @@ class LexicalIndex:
             lift = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (K1 + 1.0)
             self._contributions[term] = {
                 memory_id: lift * tf / (tf + norms[memory_id])
-                for memory_id, tf in zip(ids, tfs)
+                for memory_id, tf in zip(ids, tfs, strict=False)
                 if memory_id in norms
             }
 

@@ -86,7 +86,7 @@ class PostingsWriter:
                 blob = current.get(term)
                 if blob is not None:
                     ids, tfs = decode(blob, term)
-                    postings = dict(zip(ids, tfs))
+                    postings = dict(zip(ids, tfs, strict=False))
                 for memory_id in self._removed.get(term, ()):
                     postings.pop(memory_id, None)
                 postings.update(self._added.get(term, {}))

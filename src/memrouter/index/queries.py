@@ -43,8 +43,15 @@ def summaries(conn: sqlite3.Connection, filters: Filters) -> list[MemorySummary]
     ).fetchall()
     return [
         MemorySummary(
-            name=row["name"], title=row["title"], channel=row["channel"], kind=row["kind"], status=row["status"],
-            tags=tuple(json.loads(row["tags"])), hash=row["hash"], path=row["path"], size=row["size"],
+            name=row["name"],
+            title=row["title"],
+            channel=row["channel"],
+            kind=row["kind"],
+            status=row["status"],
+            tags=tuple(json.loads(row["tags"])),
+            hash=row["hash"],
+            path=row["path"],
+            size=row["size"],
         )  # fmt: skip
         for row in rows
     ]

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrouter.index.connection import transaction
-from memrouter.index.schema import iter_memory_rows
 from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
+from memrouter.index.schema import iter_memory_rows
 from memrouter.model import Memory
 from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore
 
@@ -105,9 +105,7 @@ def rebuild_postings(conn: sqlite3.Connection) -> int:
     return count
 
 
-def upsert_memory(
-    conn: sqlite3.Connection, writer: PostingsWriter, memory: Memory, mtime_ns: int, size: int
-) -> int:
+def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memory, mtime_ns: int, size: int) -> int:
     """Write one memory's row, tags and postings (inside ``write_transaction``); returns its row id."""
     import json  # only writes need it; a search with nothing changed does not
 
@@ -191,8 +189,7 @@ def refresh_index(
     started = time.perf_counter()
     report = RefreshReport()
     known = {
-        row[0]: (row[1], row[2], row[3])
-        for row in conn.execute("SELECT name, hash, mtime_ns, size FROM memories")
+        row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT name, hash, mtime_ns, size FROM memories")
     }
     files = store.stat_files()
     candidates: list[FileStat] = []
@@ -240,9 +237,7 @@ def _refresh_one(
 
     digest = sha256_hex(raw)
     if seen is not None and seen[0] == digest:
-        conn.execute(
-            "UPDATE memories SET mtime_ns = ?, size = ? WHERE name = ?", (stat.mtime_ns, stat.size, stat.name)
-        )
+        conn.execute("UPDATE memories SET mtime_ns = ?, size = ? WHERE name = ?", (stat.mtime_ns, stat.size, stat.name))
         report.unchanged += 1
         return
     if _stat_of(stat.path) != (stat.mtime_ns, stat.size):

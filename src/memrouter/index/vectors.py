@@ -215,7 +215,11 @@ class HnswSearch:
             expansion_search=expansion_search,
         )
         if matrix.shape[0]:
-            index.add(np.arange(matrix.shape[0], dtype=np.uint64), np.ascontiguousarray(matrix), threads=threads or (os.cpu_count() or 1))
+            index.add(
+                np.arange(matrix.shape[0], dtype=np.uint64),
+                np.ascontiguousarray(matrix),
+                threads=threads or (os.cpu_count() or 1),
+            )
         return cls(index, matrix)
 
     @classmethod
@@ -358,7 +362,7 @@ def recall_at_k(
         queries = (noisy / np.linalg.norm(noisy, axis=1, keepdims=True)).astype(np.float32)
     truth, _ = exact.top_k_batch(queries, k)
     hits = 0
-    for query, expected in zip(queries, truth):
+    for query, expected in zip(queries, truth, strict=False):
         found, _ = approximate.top_k(query, k)
         hits += len(set(found.tolist()) & set(expected.tolist()))
     return hits / float(truth.size) if truth.size else 1.0

@@ -212,9 +212,7 @@ def _serena_tools(tool: _Tools, service: MemoryService) -> None:
         allow_multiple_occurrences: bool = False,
     ) -> str:
         """Replace text in a memory. mode literal: exact match; regex: Python re with MULTILINE and DOTALL ($!1 in repl inserts group 1). repl is verbatim."""
-        return _run_serena(
-            lambda: service.edit_memory(memory_name, needle, repl, mode, allow_multiple_occurrences)
-        )
+        return _run_serena(lambda: service.edit_memory(memory_name, needle, repl, mode, allow_multiple_occurrences))
 
     @tool(_WRITE, structured=True)
     def rename_memory(old_name: str, new_name: str) -> str:
@@ -276,11 +274,15 @@ def _resources(server: MCPServer, service: MemoryService) -> None:
     def recent() -> str:
         return _resource(lambda: json.dumps(service.recent(), ensure_ascii=False))
 
-    @server.resource("memory://conventions", mime_type="application/json", description="Convention memories, with text.")
+    @server.resource(
+        "memory://conventions", mime_type="application/json", description="Convention memories, with text."
+    )
     def conventions() -> str:
         return _resource(lambda: json.dumps(service.by_kind("conventions"), ensure_ascii=False))
 
-    @server.resource("memory://decisions", mime_type="application/json", description="Decision and ADR memories, with text.")
+    @server.resource(
+        "memory://decisions", mime_type="application/json", description="Decision and ADR memories, with text."
+    )
     def decisions() -> str:
         return _resource(lambda: json.dumps(service.by_kind("decisions"), ensure_ascii=False))
 

@@ -18,16 +18,18 @@ Two families of tools share the same files:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.model import CHANNELS, Memory
 from memrouter.query import MAX_FILTER_VALUES, check_text
 from memrouter.router import Router
-from memrouter.store.compose import MAX_CONTENT_CHARS
 from memrouter.session.git import GitSession
 from memrouter.session.task import TaskContextStore
+from memrouter.store.compose import MAX_CONTENT_CHARS
 from memrouter.store.edit import replace_text
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import normalize_name, validate_name
@@ -173,9 +175,7 @@ class MemoryService:
                 if sub:
                     sub = validate_name(sub, strict=False)
                 return _memory_list(
-                    f"{GLOBAL_TOPIC}/{stat.name}"
-                    for stat in store.scan()
-                    if not sub or stat.name.startswith(sub + "/")
+                    f"{GLOBAL_TOPIC}/{stat.name}" for stat in store.scan() if not sub or stat.name.startswith(sub + "/")
                 )
             prefix = validate_name(topic, strict=False) + "/"
             include_global = False
@@ -196,7 +196,9 @@ class MemoryService:
         try:
             if scope is not None:
                 memory = scope.read(name)
-                text, _ = replace_text(memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences)
+                text, _ = replace_text(
+                    memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
+                )
                 scope.write(name, text, expected_hash=memory.hash)
             else:
                 self.router.edit(name, needle, repl, mode=mode, allow_multiple_occurrences=allow_multiple_occurrences)
@@ -236,7 +238,7 @@ class MemoryService:
     def recent(self, limit: int = RECENT_LIMIT) -> dict[str, Any]:
         """The most recently changed memories (by file modification time), newest first."""
         stats = sorted(self.router.store.scan(), key=lambda stat: stat.mtime_ns, reverse=True)[:limit]
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         listed = {item.name: item for item in self.router.list()}
         return {
@@ -245,7 +247,7 @@ class MemoryService:
                     "name": stat.name,
                     "title": listed[stat.name].title if stat.name in listed else None,
                     "kind": listed[stat.name].kind if stat.name in listed else None,
-                    "modified": datetime.fromtimestamp(stat.mtime_ns / 1e9, timezone.utc).isoformat(timespec="seconds"),
+                    "modified": datetime.fromtimestamp(stat.mtime_ns / 1e9, UTC).isoformat(timespec="seconds"),
                 }
                 for stat in stats
             ]

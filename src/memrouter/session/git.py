@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import unicodedata
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -131,7 +131,7 @@ class GitSession:
         if not 0 < since_hours <= MAX_HOURS:
             raise InvalidInput(f"since_hours must be more than 0 and at most {MAX_HOURS}")
         self._require_repo()
-        since = (datetime.now(timezone.utc) - timedelta(hours=float(since_hours))).strftime("%Y-%m-%dT%H:%M:%SZ")
+        since = (datetime.now(UTC) - timedelta(hours=float(since_hours))).strftime("%Y-%m-%dT%H:%M:%SZ")
         committed: list[str] = []
         if self._head() is not None:
             output = self._git("log", f"--since={since}", "--name-only", "--format=", "-z").stdout

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ class TaskContextStore:
         record = {
             "task": task.strip(),
             "details": details,
-            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "updated": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         data = json.dumps(record, ensure_ascii=False, indent=2).encode("utf-8")
         with self._lock:

@@ -68,7 +68,9 @@ def replace_text(
         def group(ref: re.Match[str]) -> str:
             number = int(ref.group(1))
             if number > (pattern.groups or 0):
-                raise InvalidInput(f"Backreference $!{number} refers to a group that does not exist in the search expression")
+                raise InvalidInput(
+                    f"Backreference $!{number} refers to a group that does not exist in the search expression"
+                )
             return match.group(number) or ""
 
         return _BACKREFERENCE.sub(group, repl)

@@ -68,7 +68,7 @@ def _plain(value: Any) -> Any:
     """YAML timestamps become ISO strings so records stay JSON-ready."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return value.isoformat().replace("+00:00", "Z")
     if isinstance(value, _dt.date):
         return value.isoformat()

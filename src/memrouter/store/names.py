@@ -75,9 +75,7 @@ def validate_name(raw: str, *, strict: bool = True) -> str:
     segments = name.split("/")
     for segment in segments:
         if segment in ("", ".", ".."):
-            raise InvalidInput(
-                f"invalid memory name {name!r}: empty, '.' or '..' folder segments are not allowed"
-            )
+            raise InvalidInput(f"invalid memory name {name!r}: empty, '.' or '..' folder segments are not allowed")
         pattern = _SEGMENT if strict else _EXISTING_SEGMENT
         if not pattern.fullmatch(segment):
             if strict:

@@ -88,7 +88,9 @@ class ChangeWatcher:
             if result < 0:
                 import ctypes
 
-                log.info("cannot watch %s (%s); falling back to periodic scans", folder, os.strerror(ctypes.get_errno()))
+                log.info(
+                    "cannot watch %s (%s); falling back to periodic scans", folder, os.strerror(ctypes.get_errno())
+                )
                 self.close()
                 return
             self._watched.add(folder)

@@ -6,7 +6,7 @@ router, which builds them from configuration.
 
 from __future__ import annotations
 
-from memrouter.sync.engine import CONTEXT_PREFIX, Change, SyncReport, Syncer, draft_for, marker_for
+from memrouter.sync.engine import CONTEXT_PREFIX, Change, Syncer, SyncReport, draft_for, marker_for
 from memrouter.sync.hook import HookResult, install_hook, uninstall_hook
 from memrouter.sync.queue import QUEUE_FILE, changes_from_entries, read_queue, staged_changes
 from memrouter.sync.state import SyncRecord, load_records

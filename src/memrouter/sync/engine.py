@@ -395,4 +395,3 @@ class Syncer:
             report.remote_calls += 1
         with self._lock:
             state.delete_record(self.conn, self.backend.name, name)
-

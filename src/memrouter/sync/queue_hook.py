@@ -50,7 +50,7 @@ def _name(path: str, prefix: str) -> str | None:
 def parse_name_status(output: str, prefix: str) -> "list[dict[str, Any]]":
     """Queue entries from ``git diff --cached --name-status -M -z`` output, for paths under ``prefix``."""
     tokens = output.split("\0")
-    entries: "list[dict[str, Any]]" = []
+    entries: list[dict[str, Any]] = []
     index = 0
     while index < len(tokens):
         status = tokens[index]
@@ -143,9 +143,9 @@ class locked:  # noqa: N801 - used like a function: ``with locked(path):``
         os.close(self.handle)
 
 
-_HEAD = '{"version": %d, "entries": [' % VERSION
+_HEAD = f'{{"version": {VERSION}, "entries": ['
 _TAIL = "]}"
-_ESCAPES = {i: "\\u%04x" % i for i in range(32)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
+_ESCAPES = {i: f"\\u{i:04x}" for i in range(32)} | {ord('"'): '\\"', ord("\\"): "\\\\"}
 
 
 def _quote(text: str) -> str:

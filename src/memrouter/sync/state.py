@@ -138,9 +138,7 @@ def move_record(conn: sqlite3.Connection, backend: str, old: str, new: str) -> b
     mapping of its own or ``old`` has none).
     """
     with transaction(conn):
-        taken = conn.execute(
-            "SELECT 1 FROM sync_state WHERE backend = ? AND name = ?", (backend, new)
-        ).fetchone()
+        taken = conn.execute("SELECT 1 FROM sync_state WHERE backend = ? AND name = ?", (backend, new)).fetchone()
         if taken is not None:
             return False
         moved = conn.execute(

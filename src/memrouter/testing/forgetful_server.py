@@ -108,9 +108,7 @@ class Faults:
     slow_seconds: float = 30.0
 
 
-def build_server(
-    store: FakeForgetfulStore, faults: Faults | None = None, *, fault_control: bool = False
-) -> Any:
+def build_server(store: FakeForgetfulStore, faults: Faults | None = None, *, fault_control: bool = False) -> Any:
     """The ``MCPServer`` with Forgetful's three meta-tools over ``store``.
 
     ``faults`` is read on every call, so changing it changes the behaviour at
@@ -135,9 +133,7 @@ def build_server(
         return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
     def unknown_tool(name: str) -> CallToolResult:
-        return failed(
-            f"Tool '{name}' not found in registry. Available tools (first 10): {', '.join(MEMORY_TOOLS)}"
-        )
+        return failed(f"Tool '{name}' not found in registry. Available tools (first 10): {', '.join(MEMORY_TOOLS)}")
 
     @server.tool()
     async def discover_forgetful_tools(category: str | None = None) -> CallToolResult:
@@ -255,9 +251,7 @@ def fault_injector(app: ASGIApp, faults: Faults) -> ASGIApp:
     return wrapped
 
 
-async def _send_fault(
-    send: Callable[[dict[str, Any]], Awaitable[None]], fail_mode: str, request_id: Any
-) -> None:
+async def _send_fault(send: Callable[[dict[str, Any]], Awaitable[None]], fail_mode: str, request_id: Any) -> None:
     if fail_mode == "http500":
         status, content_type, body = 500, b"text/plain", b"Internal Server Error"
     elif fail_mode == "garbage":
@@ -287,9 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--transport", choices=("http", "stdio"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8020)
-    parser.add_argument(
-        "--db", default=":memory:", help="SQLite file to keep memories in (default: in memory)"
-    )
+    parser.add_argument("--db", default=":memory:", help="SQLite file to keep memories in (default: in memory)")
     parser.add_argument("--fail-mode", choices=FAIL_MODES, default="none")
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     parser.add_argument(
@@ -310,9 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import uvicorn
 
             app = fault_injector(server.streamable_http_app(host=options.host), faults)
-            config = uvicorn.Config(
-                app, host=options.host, port=options.port, log_level="warning", lifespan="on"
-            )
+            config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
             anyio.run(uvicorn.Server(config).serve)
     except KeyboardInterrupt:
         pass  # Ctrl-C is how this server is meant to be stopped

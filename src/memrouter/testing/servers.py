@@ -120,9 +120,7 @@ def start_http(
         command += ["--db", db]
     stderr = tempfile.NamedTemporaryFile("wb", prefix="fake-forgetful-", suffix=".log", delete=False)
     with stderr:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr
-        )
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     server = FakeServer(process, port, stderr.name)
     deadline = time.monotonic() + startup_timeout
     while True:
