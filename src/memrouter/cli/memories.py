@@ -240,7 +240,10 @@ def status(state: State, fmt: str) -> None:
         mem = data["memories"]
         lines = [
             f"root:     {data['root']}{' (read-only)' if data['readonly'] else ''}",
-            f"index:    {data['index']['path']} ({data['index']['size_bytes'] // 1024} KiB)",
+            f"index:    {data['index']['path']} ({data['index']['size_bytes'] // 1024} KiB"
+            + ("" if data["index"]["mode"] == "file" else f", {data['index']['mode']}")
+            + (f", {data['index']['busy_waits']} busy waits" if data["index"]["busy_waits"] else "")
+            + ")",
             f"memories: {mem['total']} (" + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v) + ")",
         ]
         if data["problems"]:
