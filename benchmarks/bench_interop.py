@@ -104,8 +104,8 @@ def main() -> None:
                 print(f"full sync: {sync_s:.1f} s ({len(report.created)} created, ok={report.ok}, "
                       f"{report.remote_calls} remote calls, {len(names) / sync_s:.1f} memories/s)")  # fmt: skip
                 print(f"re-sync (nothing changed): {resync_s * 1000:.0f} ms ({again.skipped} skipped)")
-                print(f"validate: {validate_ms:.0f} ms local ({local['in_sync']} in sync); "
-                      f"{validate_remote_ms:.0f} ms with check_remote ({remote['in_sync']} in sync)")  # fmt: skip
+                print(f"validate: {validate_ms:.0f} ms local ({local.in_sync} in sync); "
+                      f"{validate_remote_ms:.0f} ms with check_remote ({remote.in_sync} in sync)")  # fmt: skip
 
                 queries = [
                     name.replace("/", " ").replace("-", " ") for name in names[:: max(1, len(names) // args.queries)]

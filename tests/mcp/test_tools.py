@@ -352,7 +352,6 @@ def test_lean_schema_drops_titles_and_null_branches() -> None:
     }
 
 
-
 async def test_tool_enums_are_the_library_lists(project_root: Path, tmp_path: Path, connect: Any) -> None:
     """The MCP tools spell modes and channels exactly as memrouter.model defines them."""
     from memrouter.model import CHANNELS, MODES
