@@ -86,8 +86,8 @@ def main() -> None:
                 f'[backends.forgetful]\nurl = "{server.url}"\ntimeout = 60\nconnect_timeout = 30\n', encoding="utf-8"
             )
             with Router.open(root=memories, watch=False) as router:
-                names = [m["name"] for m in router.list()]
-                router.search("warm up the index", limit=5, source="canonical")
+                names = [m.name for m in router.list()]
+                router.search("warm up the index", limit=5, origin="canonical")
                 started = time.perf_counter()
                 report = router.sync()[0]
                 sync_s = time.perf_counter() - started
@@ -123,7 +123,7 @@ def main() -> None:
                     external = asked = 0
                     for query in batch:  # interleaved, so drift hits both alike
                         started = time.perf_counter()
-                        files_only = router.search(query, limit=limit, source="canonical")
+                        files_only = router.search(query, limit=limit, origin="canonical")
                         canonical.append((time.perf_counter() - started) * 1000)
                         started = time.perf_counter()
                         hits = router.search(query, limit=limit)

@@ -45,7 +45,7 @@ def main() -> None:
             (project / "memrouter.toml").write_text(f'[backends.forgetful]\nurl = "{server.url}"\n')
             with Router.open(root=root, watch=False) as router:
                 router.refresh()
-                names = [item["name"] for item in router.list()]
+                names = [item.name for item in router.list()]
 
                 store = FakeForgetfulStore()
                 started = time.perf_counter()

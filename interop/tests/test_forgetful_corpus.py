@@ -80,7 +80,7 @@ def inspector(hashed_forgetful: RealForgetful) -> Iterator[ForgetfulBackend]:
 def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: ForgetfulBackend) -> None:
     root = corpus_project / ".serena" / "memories"
     with Router.open(root=root, watch=False) as router:
-        names = sorted(m["name"] for m in router.list())
+        names = sorted(m.name for m in router.list())
         assert len(names) >= 1000
         started = time.perf_counter()
         report = router.sync()[0]

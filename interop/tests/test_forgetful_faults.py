@@ -79,14 +79,14 @@ def test_embeddings_down_reaches_status_and_canonical_search_is_unaffected(
         project = make_project(tmp_path, http_toml(server.url, 15.0) + "health_ttl = 0.2\n")
         with open_router(project) as router:
             assert router.sync()[0].ok
-            canonical = [h.name for h in router.search("flaky tests", limit=20, source="canonical")]
+            canonical = [h.name for h in router.search("flaky tests", limit=20, origin="canonical")]
             own_embeddings.stop()
             hits = router.search("flaky tests", limit=20)
             assert [h.name for h in hits] == canonical
             (status,) = router.status()["backends"]
             assert status["last_error"] and "connection error" in status["last_error"].lower(), status
             with pytest.raises(BackendError):
-                router.search("flaky tests", source="forgetful")
+                router.search("flaky tests", origin="forgetful")
             (project / ".serena" / "memories" / "new.md").write_text("# New\n\nWhile embeddings are down.\n")
             assert not router.sync()[0].ok  # the create fails in Forgetful; nothing is recorded as synced
 
@@ -106,4 +106,4 @@ def test_restarted_on_the_same_data_keeps_everything(own_forgetful: RealForgetfu
     with open_router(project) as router:
         assert router.validate(check_remote=True)[0].in_sync == 6
         assert router.sync()[0].skipped == 6
-        assert any(h.source == "forgetful" for h in router.search("flaky tests", limit=40, source="forgetful"))
+        assert any(h.source == "forgetful" for h in router.search("flaky tests", limit=40, origin="forgetful"))
