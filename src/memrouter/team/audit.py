@@ -30,17 +30,24 @@ class AuditLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.failures = 0
+        self._fd: int | None = None  # opened on the first append, kept open (O_APPEND) after
 
     def append(self, at: float, who: str | None, op: str, **ids: Any) -> None:
         record = {"at": round(at, 6), "who": who, "op": op, **{k: v for k, v in ids.items() if v is not None}}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                os.write(fd, line)
+                os.write(self._fd, line)
             finally:
-                os.close(fd)  # closing releases the lock
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         except OSError as exc:
             self.failures += 1
             log.warning("cannot append to the audit log %s: %s", self.path, exc)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
@@ -130,12 +131,12 @@ def claim(
     ready.close()
     if chosen is None:
         return None
-    conn.execute(
+    row = conn.execute(
         "UPDATE tasks SET state = 'claimed', agent = ?, lease_expires_at = ?, attempts = attempts + 1, "
-        "updated_at = ? WHERE id = ?",
+        "updated_at = ? WHERE id = ? RETURNING *",
         (agent_id, now + lease, now, chosen),
-    )
-    return get_task(conn, chosen)
+    ).fetchone()
+    return row_to_task(conn, row)
 
 
 def _held(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None) -> Task:
@@ -161,12 +162,13 @@ def renew(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | No
 
 def complete(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None, result: Any) -> Task:
     text = encode(result, "the result") if result is not None else None
-    _held(conn, now, task_id, agent_id)
+    task = _held(conn, now, task_id, agent_id)
     conn.execute(
         "UPDATE tasks SET state = 'done', result = ?, lease_expires_at = NULL, updated_at = ? WHERE id = ?",
         (text, now, task_id),
     )
-    return get_task(conn, task_id)
+    done = json.loads(text) if text is not None else None
+    return replace(task, state="done", result=done, lease_expires_at=None, updated_at=now)
 
 
 def fail(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None, error: str, retry: bool) -> Task:

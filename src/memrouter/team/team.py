@@ -97,6 +97,7 @@ class Team:
 
     def close(self) -> None:
         self._store.close()
+        self._audit.close()
 
     def __enter__(self) -> Team:
         return self
