@@ -46,6 +46,7 @@ ALLOWED = {
     "backends": (*BASE, "memrouter.backends", "memrouter.store"),
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
+    "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),
 }
 
 

@@ -7,6 +7,8 @@ Everything the library raises on purpose descends from ``MemoryRouterError``::
      +-- InvalidInput           bad name, query, front matter or argument   exit 2
      +-- NotFound               no memory (or key) by that name             exit 1
      +-- Conflict               the file changed since it was read          exit 1
+     |    +-- VersionConflict       a team variable's version is not the
+     |                              expected one (``current_version``)
      +-- NotInstalled           an optional dependency or the model's files
      |                          are missing (``hint`` says what to install)  exit 1
      +-- StorageError           a local database (the index) could not be
@@ -35,6 +37,7 @@ __all__ = [
     "InvalidInput",
     "NotFound",
     "Conflict",
+    "VersionConflict",
     "NotInstalled",
     "StorageError",
     "IndexBusy",
@@ -76,6 +79,14 @@ class NotFound(MemoryRouterError):
 
 class Conflict(MemoryRouterError):
     """A write was refused because the stored version changed meanwhile."""
+
+
+class VersionConflict(Conflict):
+    """A compare-and-set was refused: ``current_version`` is what is stored now (0: nothing)."""
+
+    def __init__(self, message: str, current_version: int) -> None:
+        super().__init__(message)
+        self.current_version = current_version
 
 
 class NotInstalled(MemoryRouterError):

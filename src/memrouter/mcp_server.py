@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
+    from memrouter.mcp.team_service import TeamService
     from memrouter.router import Router
     from memrouter.serving import ConnectionLimits
 
@@ -43,6 +44,7 @@ def serve(
     global_root: str | Path | None = None,
     connection_limits: ConnectionLimits | None = None,
     on_ready: Callable[[], None] | None = None,
+    agent: str | None = None,
 ) -> None:
     """Run the MCP server until stdin closes (stdio) or the process is stopped (HTTP).
 
@@ -50,7 +52,8 @@ def serve(
     with a token, requests must send ``Authorization: Bearer <token>``.
     Over HTTP the address is bound first (ConfigError if it cannot be) and
     ``on_ready`` is called once requests are answered; ``connection_limits``
-    bounds slow clients (see ``memrouter.serving``).
+    bounds slow clients (see ``memrouter.serving``). ``agent`` pins the
+    agent id the team tools act as.
     """
     from memrouter.mcp.http import is_loopback, run_http
 
@@ -67,15 +70,19 @@ def serve(
         from memrouter.router import Router
 
         router = Router.open(root=root, index_dir=index_dir, watch=True)
+        team: TeamService | None = None
         try:
             # Bring the index up to date while the MCP SDK imports (over a second) and the
             # client connects, not on its first call.
             threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
             from memrouter.mcp.server import create_server
             from memrouter.mcp.service import MemoryService
+            from memrouter.mcp.team_service import TeamService
 
             service = MemoryService(router, global_root=Path(global_root) if global_root else None)
-            server = create_server(service)
+            config = router.config
+            team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait)
+            server = create_server(service, team=team)
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
             else:
@@ -83,6 +90,8 @@ def serve(
 
                 run_stdio(server)
         finally:
+            if team is not None:
+                team.close()
             router.close()
     finally:
         for listener in listeners:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from memrouter.index.connection import IndexConnection
     from memrouter.index.fusion import Fused
     from memrouter.sync.validate import FreshnessReport
+    from memrouter.team import Team
 
 __all__ = ["Router", "CANONICAL"]
 
@@ -68,6 +69,7 @@ class Router:
         )  # fmt: skip
         # External services, built from config.backends on first need (see _external).
         self._services: ExternalServices | None = None
+        self._team: Team | None = None
 
     @classmethod
     def open(
@@ -85,8 +87,19 @@ class Router:
         """
         return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch)
 
+    def team(self) -> Team:
+        """The team channel of this project (``<index_dir>/team.sqlite``), opened on first use."""
+        with self._lock:
+            if self._team is None:
+                from memrouter.team import Team
+
+                self._team = Team.open(self.config.index_dir, write_wait=self.config.index.write_wait)
+            return self._team
+
     def close(self) -> None:
         with self._lock:
+            if self._team is not None:
+                self._team.close()
             if self._services is not None:
                 self._services.close()
             self._index.close()

@@ -26,10 +26,12 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
     default=None,
     help="Folder for Serena-style global/<name> memories (default: refused).",
 )
+@click.option("--agent", default=None, help="The agent id the team tools act as (pinned for every client).")
 @pass_state
 @handle_errors
 def serve(
-    state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None
+    state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None,
+    agent: str | None,
 ) -> None:  # fmt: skip
     """Run the MCP server over stdio (or streamable HTTP with --http)."""
     from memrouter.mcp_server import serve as run_server
@@ -39,7 +41,7 @@ def serve(
 
     run_server(
         state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root,
-        on_ready=announce,
+        on_ready=announce, agent=agent,
     )  # fmt: skip
 
 

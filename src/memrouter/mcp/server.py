@@ -15,16 +15,19 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.service import MemoryService
+from memrouter.mcp.team_service import TeamService
 from memrouter.mcp.wire import refuse_lone_surrogates
 
-__all__ = ["create_server", "lean_schema", "INSTRUCTIONS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS"]
+__all__ = [
+    "create_server", "lean_schema", "INSTRUCTIONS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS", "TEAM_TOOLS",
+]  # fmt: skip
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,6 +48,10 @@ SESSION_TOOLS = (
     "set_task_context",
     "get_task_context",
 )
+TEAM_TOOLS = (
+    "team_register", "team_heartbeat", "team_state", "team_set", "team_get", "task_add", "task_claim",
+    "task_complete", "handoff", "handoff_respond", "reserve_paths", "release_paths", "workflow_complete",
+)  # fmt: skip
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 _DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
@@ -122,14 +129,17 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return lean
 
 
-def create_server(service: MemoryService, *, name: str = "memrouter") -> MCPServer:
-    """An MCP server exposing ``service``; run it with ``.run()`` or mount its HTTP app."""
+def create_server(service: MemoryService, *, name: str = "memrouter", team: TeamService | None = None) -> MCPServer:
+    """An MCP server exposing ``service`` (and the team tools, over ``team`` or the router's index
+    folder); run it with ``.run()`` or mount its HTTP app."""
     from memrouter import __version__
 
     tools = _Tools()
     _memrouter_tools(tools, service)
     _serena_tools(tools, service)
     _session_tools(tools, service)
+    config = service.router.config
+    _team_tools(tools, team or TeamService(config.index_dir, write_wait=config.index.write_wait))
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )
@@ -267,6 +277,114 @@ def _session_tools(tool: _Tools, service: MemoryService) -> None:
     def get_task_context() -> CallToolResult:
         """The task recorded with set_task_context ({"task": null} if none)."""
         return _run(lambda: service.tasks.get() or {"task": None})
+
+
+def _client_name(ctx: Context[Any, Any] | None) -> str | None:
+    """The name the MCP client gave when it connected, if any."""
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+    except (AttributeError, ValueError, LookupError):  # no request or session (a direct call)
+        return None
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _team_tools(tool: _Tools, team: TeamService) -> None:
+    def me(agent_id: str | None, ctx: Context[Any, Any] | None) -> str:
+        return team.agent(agent_id, _client_name(ctx))
+
+    @tool(_WRITE, structured=False)
+    def team_register(
+        ctx: Context[Any, Any],
+        agent_id: str | None = None,
+        capabilities: list[str] | None = None,
+        workflow: str | None = None,
+    ) -> CallToolResult:
+        """Join the team channel (agent id defaults to this client's name). Heartbeats keep you live."""
+        return _run(lambda: team.register(me(agent_id, ctx), capabilities, workflow))
+
+    @tool(_WRITE, structured=False)
+    def team_heartbeat(
+        ctx: Context[Any, Any], status: Literal["idle", "working", "blocked", "done"], message: str | None = None,
+        agent_id: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Say you are alive and what you are doing; silent agents go stale and lose their task leases."""
+        return _run(lambda: team.heartbeat(me(agent_id, ctx), status, message))
+
+    @tool(_READ, structured=False)
+    def team_state(agent_id: str | None = None) -> CallToolResult:
+        """Every agent's (or one's) status, task claims, path reservations and pending handoffs."""
+        return _run(lambda: team.state(agent_id))
+
+    @tool(_WRITE, structured=False)
+    def team_set(
+        ctx: Context[Any, Any], key: str, value: Any, expected_version: int | None = None, ttl: float | None = None,
+        agent_id: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Set a shared JSON value. expected_version makes it compare-and-set (0: must not exist)."""
+        return _run(lambda: team.set(me(agent_id, ctx), key, value, expected_version, ttl))
+
+    @tool(_READ, structured=False)
+    def team_get(key: str) -> CallToolResult:
+        """Read a shared value with its version."""
+        return _run(lambda: team.get(key))
+
+    @tool(_WRITE, structured=False)
+    def task_add(
+        ctx: Context[Any, Any], title: str, payload: Any = None, priority: int = 0, depends_on: list[str] | None = None,
+        agent_id: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Queue a task for the team; higher priority first, after every depends_on task is done."""
+        return _run(lambda: team.task_add(me(agent_id, ctx), title, payload, priority, depends_on))
+
+    @tool(_WRITE, structured=False)
+    def task_claim(ctx: Context[Any, Any], lease_seconds: float = 600, agent_id: str | None = None) -> CallToolResult:
+        """Claim the best ready task ({"task": null} if none); finish it with task_complete before the lease ends."""
+        return _run(lambda: team.task_claim(me(agent_id, ctx), lease_seconds))
+
+    @tool(_WRITE, structured=False)
+    def task_complete(
+        ctx: Context[Any, Any], task_id: str, result: Any = None, agent_id: str | None = None
+    ) -> CallToolResult:
+        """Mark a task you claimed as done, with a JSON result."""
+        return _run(lambda: team.task_complete(me(agent_id, ctx), task_id, result))
+
+    @tool(_WRITE, structured=False)
+    def handoff(
+        ctx: Context[Any, Any], to_agent: str, context: Any, task_id: str | None = None, agent_id: str | None = None
+    ) -> CallToolResult:
+        """Hand work to another live agent, with JSON context; it stays pending until they respond."""
+        return _run(lambda: team.handoff(me(agent_id, ctx), to_agent, context, task_id))
+
+    @tool(_WRITE, structured=False)
+    def handoff_respond(
+        ctx: Context[Any, Any], handoff_id: str, accept: bool, reason: str | None = None, agent_id: str | None = None
+    ) -> CallToolResult:
+        """Accept or reject a handoff made to you."""
+        return _run(lambda: team.handoff_respond(me(agent_id, ctx), handoff_id, accept, reason))
+
+    @tool(_WRITE, structured=False)
+    def reserve_paths(
+        ctx: Context[Any, Any], paths: list[str], exclusive: bool = True, ttl_seconds: float = 3600,
+        reason: str | None = None, agent_id: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Reserve path globs relative to the repository; overlaps with others' reservations come back as conflicts."""
+        return _run(lambda: team.reserve(me(agent_id, ctx), paths, exclusive, ttl_seconds, reason))
+
+    @tool(_WRITE, structured=False)
+    def release_paths(
+        ctx: Context[Any, Any], reservation_ids: list[str] | None = None, agent_id: str | None = None
+    ) -> CallToolResult:
+        """Release your reservations (all of them when no ids are given)."""
+        return _run(lambda: team.release(me(agent_id, ctx), reservation_ids))
+
+    @tool(_DESTRUCTIVE, structured=False)
+    def workflow_complete(
+        ctx: Context[Any, Any], workflow_id: str, summary: str | None = None, agent_id: str | None = None
+    ) -> CallToolResult:
+        """Complete a workflow: its agents, tasks, values, handoffs and reservations are cleared."""
+        return _run(lambda: team.workflow_complete(me(agent_id, ctx), workflow_id, summary))
 
 
 def _resources(server: MCPServer, service: MemoryService) -> None:

@@ -1,0 +1,101 @@
+"""What the team MCP tools do, in plain Python: the agent id they act as, and JSON-ready answers.
+
+The acting agent is, in order: the server's pinned agent (``memrouter serve
+--agent NAME``; a different id in an argument is refused), the tool's
+``agent_id`` argument, or the name the MCP client gave in its client info.
+The team channel is opened on the first team tool call, so a server used
+only for memories never creates ``team.sqlite``.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from memrouter.errors import InvalidInput
+from memrouter.team import Team
+
+__all__ = ["TeamService"]
+
+
+class TeamService:
+    """The team tools over one ``Team`` (see the module docstring)."""
+
+    def __init__(self, index_dir: Path, *, pinned_agent: str | None = None, write_wait: float = 30.0) -> None:
+        self.index_dir = index_dir
+        self.pinned_agent = pinned_agent
+        self.write_wait = write_wait
+        self._team: Team | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def team(self) -> Team:
+        with self._lock:
+            if self._team is None:
+                self._team = Team.open(self.index_dir, write_wait=self.write_wait)
+            return self._team
+
+    def close(self) -> None:
+        with self._lock:
+            if self._team is not None:
+                self._team.close()
+                self._team = None
+
+    def agent(self, given: str | None, client_name: str | None) -> str:
+        """The acting agent's id (see the module docstring)."""
+        if self.pinned_agent is not None:
+            if given is not None and given != self.pinned_agent:
+                raise InvalidInput(f"this server acts as agent {self.pinned_agent!r}; it cannot act as {given!r}")
+            return self.pinned_agent
+        if given:
+            return given
+        if client_name:
+            return client_name
+        raise InvalidInput("say which agent you are: pass agent_id (or start the server with --agent NAME)")
+
+    def register(self, agent: str, capabilities: list[str] | None, workflow: str | None) -> dict[str, Any]:
+        return self.team.register(agent, capabilities or (), workflow).to_dict()
+
+    def heartbeat(self, agent: str, status: str, message: str | None) -> dict[str, Any]:
+        return self.team.heartbeat(agent, status, message).to_dict()
+
+    def state(self, agent: str | None) -> dict[str, Any]:
+        return self.team.get_team_state(agent).to_dict()
+
+    def set(self, agent: str, key: str, value: Any, expected_version: int | None, ttl: float | None) -> dict[str, Any]:
+        return self.team.team_set(key, value, expected_version, ttl, agent_id=agent).to_dict()
+
+    def get(self, key: str) -> dict[str, Any]:
+        return self.team.team_get(key).to_dict()
+
+    def task_add(
+        self, agent: str | None, title: str, payload: Any, priority: int, depends_on: list[str] | None
+    ) -> dict[str, Any]:
+        return self.team.task_add(title, payload, priority, depends_on or (), agent_id=agent).to_dict()
+
+    def task_claim(self, agent: str, lease_seconds: float) -> dict[str, Any]:
+        task = self.team.task_claim(agent, lease_seconds)
+        return {"task": task.to_dict() if task else None}
+
+    def task_complete(self, agent: str, task_id: str, result: Any) -> dict[str, Any]:
+        return self.team.task_complete(task_id, result, agent_id=agent).to_dict()
+
+    def handoff(self, agent: str, to_agent: str, context: Any, task_id: str | None) -> dict[str, Any]:
+        return self.team.handoff(agent, to_agent, context, task_id).to_dict()
+
+    def handoff_respond(self, agent: str, handoff_id: str, accept: bool, reason: str | None) -> dict[str, Any]:
+        if accept:
+            return self.team.handoff_accept(handoff_id, agent).to_dict()
+        return self.team.handoff_reject(handoff_id, agent, reason).to_dict()
+
+    def reserve(
+        self, agent: str, paths: list[str], exclusive: bool, ttl_seconds: float, reason: str | None
+    ) -> dict[str, Any]:
+        return self.team.reserve(agent, paths, exclusive, ttl_seconds, reason).to_dict()
+
+    def release(self, agent: str, reservation_ids: list[str] | None) -> dict[str, Any]:
+        return {"released": [r.to_dict() for r in self.team.release(agent, reservation_ids)]}
+
+    def workflow_complete(self, agent: str | None, workflow_id: str, summary: str | None) -> dict[str, Any]:
+        return {"id": workflow_id, **self.team.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()}

@@ -1,0 +1,101 @@
+"""Agents: registration, heartbeats, staleness (an agent silent past its TTL is stale)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.team.checks import check_agent_id, check_names, check_seconds, check_text
+from memrouter.team.records import AGENT_STATUSES, Agent
+from memrouter.team.workflows import active_workflow, check_room
+
+__all__ = ["register", "heartbeat", "get_agent", "live_agent", "touch", "stale_agent_ids", "row_to_agent"]
+
+MAX_MESSAGE_CHARS = 2000
+
+
+def row_to_agent(row: sqlite3.Row, now: float) -> Agent:
+    return Agent(
+        id=row["id"], capabilities=tuple(json.loads(row["capabilities"])), status=row["status"],
+        message=row["message"], workflow_id=row["workflow_id"], registered_at=row["registered_at"],
+        heartbeat_at=row["heartbeat_at"], ttl=row["ttl"], stale=row["heartbeat_at"] + row["ttl"] <= now,
+    )  # fmt: skip
+
+
+def register(
+    conn: sqlite3.Connection,
+    now: float,
+    agent_id: str,
+    capabilities: Iterable[str] | None,
+    workflow: str | None,
+    ttl: float,
+) -> Agent:
+    """Register (or re-register) an agent; its heartbeat is now and its status idle."""
+    check_agent_id(agent_id)
+    names = check_names(capabilities, "capabilities")
+    check_seconds(ttl, "ttl")
+    if workflow is not None:
+        active_workflow(conn, workflow)
+        old = conn.execute("SELECT workflow_id FROM agents WHERE id = ?", (agent_id,)).fetchone()
+        if old is None or old["workflow_id"] != workflow:
+            check_room(conn, workflow)
+    conn.execute(
+        "INSERT INTO agents (id, workflow_id, capabilities, status, message, registered_at, heartbeat_at, ttl) "
+        "VALUES (?, ?, ?, 'idle', NULL, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id, "
+        "capabilities = excluded.capabilities, status = 'idle', message = NULL, heartbeat_at = excluded.heartbeat_at, "
+        "ttl = excluded.ttl",
+        (agent_id, workflow, json.dumps(names), now, now, ttl),
+    )
+    return get_agent(conn, now, agent_id)
+
+
+def heartbeat(conn: sqlite3.Connection, now: float, agent_id: str, status: str, message: str | None) -> Agent:
+    """Record that the agent is alive, with its status and an optional message."""
+    check_agent_id(agent_id)
+    if status not in AGENT_STATUSES:
+        raise InvalidInput(f"status must be one of {', '.join(AGENT_STATUSES)}, not {str(status)[:40]!r}")
+    check_text(message, "message", limit=MAX_MESSAGE_CHARS, required=False)
+    cursor = conn.execute(
+        "UPDATE agents SET status = ?, message = ?, heartbeat_at = ? WHERE id = ?", (status, message, now, agent_id)
+    )
+    if cursor.rowcount == 0:
+        raise NotFound(f"no agent {agent_id!r} is registered (register it first)")
+    return get_agent(conn, now, agent_id)
+
+
+def get_agent(conn: sqlite3.Connection, now: float, agent_id: str, what: str = "agent") -> Agent:
+    row = conn.execute("SELECT * FROM agents WHERE id = ?", (agent_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no {what} {agent_id!r} is registered (register it first)")
+    return row_to_agent(row, now)
+
+
+def live_agent(conn: sqlite3.Connection, now: float, agent_id: str, what: str = "agent") -> Agent:
+    """The agent, which must be registered and not stale."""
+    agent = get_agent(conn, now, check_agent_id(agent_id, f"{what} id"), what)
+    if agent.stale:
+        raise Conflict(
+            f"{what} {agent_id!r} is stale: no heartbeat for {now - agent.heartbeat_at:.0f} s (its TTL is {agent.ttl:.0f} s)"
+        )
+    return agent
+
+
+def touch(conn: sqlite3.Connection, now: float, agent_id: str) -> Agent:
+    """The acting agent (registered), whose heartbeat every operation it makes renews.
+
+    The row is rewritten only when the heartbeat is older than a fiftieth of
+    the TTL: a page written less per operation on the busy path.
+    """
+    check_agent_id(agent_id)
+    row = conn.execute("SELECT * FROM agents WHERE id = ?", (agent_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no agent {agent_id!r} is registered (register it first)")
+    if now - row["heartbeat_at"] > row["ttl"] / 50:
+        row = conn.execute("UPDATE agents SET heartbeat_at = ? WHERE id = ? RETURNING *", (now, agent_id)).fetchone()
+    return row_to_agent(row, now)
+
+
+def stale_agent_ids(conn: sqlite3.Connection, now: float) -> list[str]:
+    return [row[0] for row in conn.execute("SELECT id FROM agents WHERE heartbeat_at + ttl <= ?", (now,))]
