@@ -122,7 +122,7 @@ def begin_immediate(conn: sqlite3.Connection) -> None:
                     conn.execute(f"PRAGMA busy_timeout = {BEGIN_SLICE_MS}")
                 if time.monotonic() >= deadline:
                     raise IndexBusy(
-                        f"the index was locked by other processes for over {wait:.0f} s; try again"
+                        f"{_database_of(conn)} was locked by other processes for over {wait:.0f} s; try again"
                     ) from exc
                 import random  # lazy: only contended writes need it
 
@@ -130,6 +130,15 @@ def begin_immediate(conn: sqlite3.Connection) -> None:
                 attempt += 1
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def _database_of(conn: sqlite3.Connection) -> str:
+    """The file behind ``conn``, for messages (``the database`` when in memory)."""
+    try:
+        row = conn.execute("PRAGMA database_list").fetchone()
+    except sqlite3.Error:
+        return "the database"
+    return f"the database {row[2]}" if row and row[2] else "the database"
 
 
 @contextmanager
