@@ -251,3 +251,19 @@ def test_many_kinds_of_damage_are_repaired(memories: Path, tmp_path: Path) -> No
             assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres", label
             assert router.search("filler", mode="lexical")[0].name == "extra/big", label
             assert len(router.list()) == 7, label
+
+
+def test_the_state_folder_keeps_itself_out_of_git(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write(project / ".serena" / "memories", "a", "# A\n\nalpha\n")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    with Router.open(root=project / ".serena" / "memories", watch=False) as router:
+        router.search("alpha", mode="lexical")
+    untracked = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".memrouter" not in untracked and ".serena/memories/a.md" in untracked

@@ -84,6 +84,18 @@ def _try_flock(fd: int, operation: int) -> bool:
 _READ_ONLY_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
+def _ignore_in_git(folder: Path) -> None:
+    """Give the state folder a ``.gitignore`` of ``*``: the index and live state never go into git."""
+    ignore = folder / ".gitignore"
+    if ignore.exists():
+        return
+    try:
+        with open(ignore, "x", encoding="utf-8") as handle:
+            handle.write("# memrouter's index and live state: rebuilt or kept locally, never committed\n*\n")
+    except FileExistsError:
+        return  # another process wrote it first
+
+
 class IndexFile:
     """The index database of one memories root, shared safely by many processes.
 
@@ -111,6 +123,7 @@ class IndexFile:
         path = self.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _ignore_in_git(path.parent)
             self._lock_fd = os.open(self._side(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             self._users_fd = os.open(self._side(".users"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
