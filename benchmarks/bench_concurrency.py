@@ -22,6 +22,8 @@ from pathlib import Path
 
 from _common import CORPUS, percentiles
 
+from memrouter.testing.workload import worker_command
+
 MIX = {"save": 40, "edit": 10, "search": 50}
 
 
@@ -30,26 +32,8 @@ def run_phase(root: Path, index_dir: Path, processes: int, ops: int, work: Path)
     started = time.perf_counter()
     running = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memrouter.testing.workload",
-                "--root",
-                str(root),
-                "--index-dir",
-                str(index_dir),
-                "--worker",
-                str(100 * processes + n),
-                "--ops",
-                str(ops),
-                "--modes",
-                "lexical,hybrid",
-                "--mix",
-                json.dumps(MIX),
-                "--out",
-                str(reports[n]),
-            ],
-        )  # fmt: skip
+            worker_command(root, index_dir, 100 * processes + n, ops, reports[n], modes="lexical,hybrid", mix=MIX)
+        )
         for n in range(processes)
     ]
     codes = [p.wait() for p in running]

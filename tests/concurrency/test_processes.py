@@ -87,28 +87,10 @@ def test_many_processes_mixed_operations_lose_nothing(tmp_path: Path) -> None:
     for thread in helpers:
         thread.start()
     reports = [tmp_path / f"worker-{n}.json" for n in range(WORKERS)]
+    from memrouter.testing.workload import worker_command
+
     workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "memrouter.testing.workload",
-                "--root",
-                str(root),
-                "--index-dir",
-                str(index_dir),
-                "--worker",
-                str(n),
-                "--ops",
-                str(OPS),
-                "--seed",
-                "7",
-                "--out",
-                str(reports[n]),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
+        subprocess.Popen(worker_command(root, index_dir, n, OPS, reports[n], seed=7), stderr=subprocess.PIPE, text=True)
         for n in range(WORKERS)
     ]
     failures = []

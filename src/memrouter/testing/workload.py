@@ -25,7 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHARED", "WorkloadReport", "run_workload", "main"]
+__all__ = ["SHARED", "WorkloadReport", "main", "run_workload", "worker_command"]
 
 SHARED = "shared/log"
 # Operation weights (out of 100).
@@ -157,6 +157,25 @@ def run_workload(
                 router.refresh()
         report.busy_waits = router._conn.busy_waits
     return report
+
+
+def worker_command(
+    root: Path,
+    index_dir: Path,
+    worker: int,
+    ops: int,
+    out: Path,
+    *,
+    seed: int = 0,
+    modes: str = "lexical,hybrid,semantic",
+    mix: dict[str, int] | None = None,
+) -> list[str]:
+    """The command line that runs one worker as its own interpreter (for ``subprocess.Popen``)."""
+    command = [
+        sys.executable, "-m", "memrouter.testing.workload", "--root", str(root), "--index-dir", str(index_dir),
+        "--worker", str(worker), "--ops", str(ops), "--seed", str(seed), "--modes", modes, "--out", str(out),
+    ]  # fmt: skip
+    return command + (["--mix", json.dumps(mix)] if mix else [])
 
 
 def main(argv: list[str] | None = None) -> int:
