@@ -230,7 +230,17 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             yield RawEdge("tagged", "tag:" + tag.group(1).lower(), "#" + tag.group(1), number)
 
 
+def _blank_links(line: str) -> str:
+    """``line`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions."""
+    if "[[" in line:
+        line = _WIKILINK.sub(lambda m: " " * len(m.group(0)), line)
+    if "](" in line:
+        line = _MD_LINK.sub(lambda m: " " * len(m.group(0)), line)
+    return line
+
+
 def _mention_edges(line: str, number: int) -> Iterator[RawEdge]:
+    line = _blank_links(line)
     if "adr" in line or "ADR" in line or "Adr" in line:
         for match in _ADR.finditer(line):
             key = f"adr:{int(match.group(1))}"
