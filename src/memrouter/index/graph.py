@@ -100,8 +100,9 @@ class GraphView:
         """The node ``name`` means: a memory name, else the first key it normalises to that the graph knows."""
         if name in self.ids:
             return self.ids[name]
-        for key in (name if ":" in name and self.knows(name) else None, *query_keys(name)[:1]):
-            if key is None or not self.knows(key):
+        direct = [name, "issue:" + name] if name.startswith("#") else [name]
+        for key in (*direct, *query_keys(name)):
+            if not self.knows(key):
                 continue
             holders = self.key_memories.get(key, [])
             return holders[0] if len(holders) == 1 else key

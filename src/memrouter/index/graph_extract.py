@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -52,35 +53,39 @@ _FRONT_MATTER_TYPES = {
 
 _WIKILINK = re.compile(r"\[\[([^\[\]\n|]{1,300})(?:\|[^\[\]\n]{0,300})?\]\]")
 _MEM_REF = re.compile(r"(?<![\w/.-])mem:([A-Za-z0-9_](?:[\w./-]{0,200}\w)?)")
-_MD_LINK = re.compile(r"(?<!!)\[[^\]\n]{0,300}\]\(\s*<?([^)\s>]{1,300}\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
+_MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]{1,300}\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
 _RELATION_LINE = re.compile(
     r"\s{0,3}[-*+]\s+([A-Za-z_][\w-]{0,60})\s+\[\[([^\[\]\n|]{1,300})(?:\|[^\]\n]*)?\]\]\s*(?:\((.{0,300})\))?\s*$"
 )
 _OBSERVATION = re.compile(r"\s{0,3}[-*+]\s+\[([A-Za-z][\w -]{0,40})\]\s+(?!\()(.+)$")
 _TAG = re.compile(r"(?<![\w&#])#([A-Za-z][\w/-]{0,60})")
 _ADR = re.compile(r"(?<![A-Za-z0-9])ADR-?0*(\d{1,4})(?![\d])", re.IGNORECASE)
-_ISSUE = re.compile(r"(?<![\w&#/\\])(?:([A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100}))?#(\d{1,6})(?![\w-])")
+_ISSUE = re.compile(r"#(\d{1,6})(?![\w-])")
+_REPO_BEFORE = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100})$")
+_ADR_LOWER = re.compile(r"adr-?0*(\d{1,4})(?!\d)")
+
 _ISSUE_CONTEXT = re.compile(
     r"\b(?:issues?|prs?|pull|pull requests?|fix(?:es|ed)?|clos(?:es|ed|e)|resolv(?:es|ed|e)|refs?|see|merged|"
     r"tracked|follow-up|duplicate of)\b[^#\n]{0,12}$",
     re.IGNORECASE,
 )
 _HEX = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
-_GIT_CONTEXT = re.compile(
-    r"\b(?:commits?|sha|head|cherry-pick(?:ed)?|revert(?:ed|s)?|rebase[ds]?|squash(?:ed)?|fixup|merged?|diff|"
-    r"checkout|reset|bisect|blame|git show|git log|amend(?:ed)?)\b|\.\.",
-    re.IGNORECASE,
-)
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-")
+# Words that make a run of hex digits near them (same line) a commit hash.
+_GIT_WORDS = ("commit", "sha", "head", "cherry-pick", "revert", "rebase", "squash", "fixup", "merge", "diff",
+              "checkout", "reset", "bisect", "blame", "git show", "git log", "amend", "..")  # fmt: skip
 _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
 )
+_PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
 _PATH = re.compile(
     r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:[\w*@-][\w.*@-]*/){0,20}[\w*@-][\w.*@-]*\.(?:" + _EXTENSIONS + r"))(?![\w/-])"
 )
 _TITLE_WORD = re.compile(r"[A-Z][a-z]+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SLUG_RUN = re.compile(r"[^\w]+")
+_NEWLINE = re.compile(r"\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,58 +244,94 @@ def _blank_links(line: str) -> str:
     return line
 
 
-def _mention_edges(line: str, number: int) -> Iterator[RawEdge]:
-    line = _blank_links(line)
-    if "adr" in line or "ADR" in line or "Adr" in line:
-        for match in _ADR.finditer(line):
-            key = f"adr:{int(match.group(1))}"
-            yield RawEdge("mentions", key, key_label(key), number)
-    if "#" in line:
-        for match in _ISSUE.finditer(line):
-            repo, number_text = match.group(1), match.group(2)
-            before = line[max(0, match.start() - 40) : match.start()]
+def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
+    """Mentions in ``text`` (lines numbered from ``first``), found by whole-text scans."""
+    text = _blank_links(text)
+    starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+
+    def line_of(offset: int) -> int:
+        return first + bisect_right(starts, offset) - 1
+
+    def same_line(start: int, end: int) -> str:
+        return text[max(text.rfind("\n", 0, start) + 1, start - 60) : end + 20].split("\n", 1)[0]
+
+    lower = text.lower()
+    if "adr" in lower:
+        adrs = _ADR_LOWER.finditer(lower) if len(lower) == len(text) else _ADR.finditer(text)
+        for match in adrs:
+            if match.start() == 0 or not text[match.start() - 1].isalnum():
+                key = f"adr:{int(match.group(1))}"
+                yield RawEdge("mentions", key, key_label(key), line_of(match.start()))
+    if "#" in text:
+        for match in _ISSUE.finditer(text):
+            at, number_text = match.start(), match.group(1)
+            previous = text[at - 1] if at else " "
+            repo_match = _REPO_BEFORE.search(text, max(0, at - 140), at) if previous not in " \t\n(" else None
+            repo = repo_match.group(1) if repo_match else None
+            if repo is None and (previous.isalnum() or previous in "_&#/\\"):
+                continue
+            line_start = text.rfind("\n", 0, at) + 1
+            before = text[max(line_start, at - 40) : at]
             if repo is None and len(number_text) < 3 and not _ISSUE_CONTEXT.search(before):
                 continue  # "#1" in prose is usually a rank or a step, not an issue
-            if repo is None and line.lstrip().startswith("#" + number_text):
-                continue
+            if repo is None and not before.strip():
+                continue  # "#123" opening a line is a heading or a list marker
             key = f"issue:{repo.lower() if repo else ''}#{int(number_text)}"
-            yield RawEdge("mentions", key, key_label(key), number)
-    for match in _HEX.finditer(line):
-        digest = match.group(0)
-        if digest.isdigit() or not any(c.isdigit() for c in digest) or digest.isalpha():
+            yield RawEdge("mentions", key, key_label(key), line_of(at))
+    seen_hex: set[int] = set()
+    for at, after in _git_words(lower):
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", after)
+        window_end = min(after + 60, len(text) if line_end < 0 else line_end)
+        for match in _HEX.finditer(text, max(line_start, at - 20), window_end):
+            digest = match.group(0)
+            if match.start() in seen_hex or digest.isdigit() or digest.isalpha():
+                continue
+            seen_hex.add(match.start())
+            yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
+    for hit in _PATH_END.finditer(text):
+        begin = hit.start()
+        while begin > 0 and text[begin - 1] in _PATH_CHARS:
+            begin -= 1
+        found = _PATH.fullmatch(text, begin, hit.end()) if begin == 0 or text[begin - 1] not in ":~$%\\" else None
+        if found is None:
             continue
-        window = line[max(0, match.start() - 60) : match.end() + 20]
-        if _GIT_CONTEXT.search(window):
-            yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], number)
-    if "." in line:
-        for match in _PATH.finditer(line):
-            path = match.group(1)
-            stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            if "/" not in path and _TITLE_WORD.fullmatch(stem):
-                continue  # "Node.js", "Vue.js": a product name, not a file
-            path_key = _path_key(path)
-            if path_key is not None:
-                yield RawEdge("about_code", path_key, path, number)
+        path = found.group(1)
+        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        if "/" not in path and _TITLE_WORD.fullmatch(stem):
+            continue  # "Node.js", "Vue.js": a product name, not a file
+        path_key = _path_key(path)
+        if path_key is not None:
+            yield RawEdge("about_code", path_key, path, line_of(begin))
 
 
-def _body_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) for every line outside front matter and fenced code."""
+def _git_words(lower: str) -> Iterator[tuple[int, int]]:
+    """Where a git word (``_GIT_WORDS``) starts and ends in lower-cased text (``str.find`` is C speed)."""
+    for word in _GIT_WORDS:
+        at = lower.find(word)
+        while at >= 0:
+            if word == ".." or at == 0 or not lower[at - 1].isalnum():
+                yield at, at + len(word)
+            at = lower.find(word, at + len(word))
+
+
+def _segments(memory: Memory) -> Iterator[tuple[int, str]]:
+    """(first line number, text) of the memory's prose: front matter and fenced code left out."""
+    text = memory.text
+    if "```" not in text and "~~~" not in text:
+        offset = len(text) - len(memory.body)
+        yield text.count("\n", 0, offset) + 1, memory.body
+        return
     for block in iter_blocks(text):
-        if block.kind in ("front_matter", "fence", "blank"):
-            continue
-        for offset, line in enumerate(text[block.start : block.end].split("\n")):
-            if line.strip():
-                yield block.line + offset + 1, line.rstrip("\r")
+        if block.kind not in ("front_matter", "fence", "blank"):
+            yield block.line + 1, text[block.start : block.end]
 
 
 def extract(memory: Memory) -> Extracted:
     """The keys and edges of ``memory`` (see the module docstring); never reads a file."""
     keys = _memory_keys(memory)
     folder = posixpath.dirname(memory.name)
-    front_lines = 0
-    for block in iter_blocks(memory.text):
-        front_lines = block.end_line if block.kind == "front_matter" else 0
-        break
+    front_lines = memory.text.count("\n", 0, len(memory.text) - len(memory.body))
     edges: dict[tuple[str, str], RawEdge] = {}
 
     def add(found: Iterable[RawEdge]) -> bool:
@@ -304,8 +345,12 @@ def extract(memory: Memory) -> Extracted:
         return True
 
     if add(_front_matter_edges(memory, _front_matter_lines(memory.text, front_lines))):
-        for number, line in _body_lines(memory.text):
-            if not (add(_link_edges(line, number, folder)) and add(_mention_edges(line, number))):
+        for first, segment in _segments(memory):
+            if "[" in segment or "mem:" in segment:
+                for number, line in enumerate(segment.split("\n"), first):
+                    if ("[" in line or "mem:" in line) and not add(_link_edges(line.rstrip("\r"), number, folder)):
+                        break
+            if len(edges) >= MAX_EDGES or not add(_mention_edges(segment, first)):
                 break
     return Extracted(keys, tuple(edges.values()))
 
