@@ -86,8 +86,8 @@ def main() -> None:
                 f'[backends.forgetful]\nurl = "{server.url}"\ntimeout = 60\nconnect_timeout = 30\n', encoding="utf-8"
             )
             with Router.open(root=memories, watch=False) as router:
-                names = [m["name"] for m in router.list()]
-                router.search("warm up the index", limit=5, source="canonical")
+                names = [m.name for m in router.list()]
+                router.search("warm up the index", limit=5, origin="canonical")
                 started = time.perf_counter()
                 report = router.sync()[0]
                 sync_s = time.perf_counter() - started
@@ -104,8 +104,8 @@ def main() -> None:
                 print(f"full sync: {sync_s:.1f} s ({len(report.created)} created, ok={report.ok}, "
                       f"{report.remote_calls} remote calls, {len(names) / sync_s:.1f} memories/s)")  # fmt: skip
                 print(f"re-sync (nothing changed): {resync_s * 1000:.0f} ms ({again.skipped} skipped)")
-                print(f"validate: {validate_ms:.0f} ms local ({local['in_sync']} in sync); "
-                      f"{validate_remote_ms:.0f} ms with check_remote ({remote['in_sync']} in sync)")  # fmt: skip
+                print(f"validate: {validate_ms:.0f} ms local ({local.in_sync} in sync); "
+                      f"{validate_remote_ms:.0f} ms with check_remote ({remote.in_sync} in sync)")  # fmt: skip
 
                 queries = [
                     name.replace("/", " ").replace("-", " ") for name in names[:: max(1, len(names) // args.queries)]
@@ -123,7 +123,7 @@ def main() -> None:
                     external = asked = 0
                     for query in batch:  # interleaved, so drift hits both alike
                         started = time.perf_counter()
-                        files_only = router.search(query, limit=limit, source="canonical")
+                        files_only = router.search(query, limit=limit, origin="canonical")
                         canonical.append((time.perf_counter() - started) * 1000)
                         started = time.perf_counter()
                         hits = router.search(query, limit=limit)

@@ -3,7 +3,7 @@
 In one process, on ../shared/corpora/ai-agents-1026 (lexical mode, so only
 the routing is measured):
 
-- baseline: ``Router.search(q, source="canonical")``, the files only;
+- baseline: ``Router.search(q, origin="canonical")``, the files only;
 - backend up: the default search with the fake Forgetful (a real subprocess
   over streamable HTTP) holding the synced corpus plus memories only it
   knows; the queries are rare words, so the files return fewer hits than the
@@ -80,7 +80,7 @@ def main() -> None:
 
                 def canonical_rare() -> object:
                     q = rare[next(index) % len(rare)]
-                    return router.search(q, LIMIT, "lexical", source="canonical")
+                    return router.search(q, LIMIT, "lexical", origin="canonical")
 
                 def routed_rare() -> object:
                     q = rare[next(index) % len(rare)]
@@ -88,7 +88,7 @@ def main() -> None:
 
                 def canonical_typical() -> object:
                     q = typical[next(index) % len(typical)]
-                    return router.search(q, LIMIT, "lexical", source="canonical")
+                    return router.search(q, LIMIT, "lexical", origin="canonical")
 
                 def routed_typical() -> object:
                     q = typical[next(index) % len(typical)]
@@ -112,7 +112,7 @@ def main() -> None:
             index = iter(range(10**9))
 
             def canonical_down() -> object:
-                return router.search(rare[next(index) % len(rare)], LIMIT, "lexical", source="canonical")
+                return router.search(rare[next(index) % len(rare)], LIMIT, "lexical", origin="canonical")
 
             def routed_down() -> object:
                 return router.search(rare[next(index) % len(rare)], LIMIT, "lexical")

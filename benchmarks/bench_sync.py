@@ -45,7 +45,7 @@ def main() -> None:
             (project / "memrouter.toml").write_text(f'[backends.forgetful]\nurl = "{server.url}"\n')
             with Router.open(root=root, watch=False) as router:
                 router.refresh()
-                names = [item["name"] for item in router.list()]
+                names = [item.name for item in router.list()]
 
                 store = FakeForgetfulStore()
                 started = time.perf_counter()
@@ -104,7 +104,7 @@ def main() -> None:
     print(f"{'validate (target <= 1 s)':<52} {validate_s:9.4f} {validate_s / read_s:11.1f}x")
     print(f"{'baseline: `memrouter list` in a new process':<52} {cli_list:9.3f} {'1.0x':>12}")
     print(f"{'`memrouter validate` in a new process':<52} {cli_validate:9.3f} {cli_validate / cli_list:11.2f}x")
-    print(f"created {len(report.created)}; validate: in_sync {checked['in_sync']} of {checked['total']}")
+    print(f"created {len(report.created)}; validate: in_sync {checked.in_sync} of {checked.total}")
 
 
 if __name__ == "__main__":

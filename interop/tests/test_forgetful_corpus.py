@@ -80,7 +80,7 @@ def inspector(hashed_forgetful: RealForgetful) -> Iterator[ForgetfulBackend]:
 def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: ForgetfulBackend) -> None:
     root = corpus_project / ".serena" / "memories"
     with Router.open(root=root, watch=False) as router:
-        names = sorted(m["name"] for m in router.list())
+        names = sorted(m.name for m in router.list())
         assert len(names) >= 1000
         started = time.perf_counter()
         report = router.sync()[0]
@@ -98,7 +98,7 @@ def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: Fo
             assert sorted(live[f"memrouter:{name}"]) == sorted(int(i) for i in records[name].remote_ids)
 
         checked = router.validate(check_remote=True)[0]
-        assert (checked["in_sync"], checked["stale"], checked["missing"], checked["orphaned"]) == (len(names), 0, 0, 0)
+        assert (checked.in_sync, checked.stale, checked.missing, checked.orphaned) == (len(names), 0, 0, 0)
         again = router.sync()[0]
         assert again.ok and again.skipped == len(names) and not again.created and not again.updated
 
@@ -110,10 +110,10 @@ def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: Fo
         (root / "added-by-hand.md").write_text("# Added by hand\n\nNot synced yet.\n", encoding="utf-8")
         inspector.mark_obsolete(records[obsoleted].remote_ids[0], "removed by hand")
         local = router.validate()[0]
-        assert (local["stale"], local["missing"], local["orphaned"]) == (1, 1, 1)
+        assert (local.stale, local.missing, local.orphaned) == (1, 1, 1)
         remote = router.validate(check_remote=True)[0]
-        assert (remote["stale"], remote["missing"], remote["orphaned"]) == (1, 2, 1)
-        states = {d["name"]: d["state"] for d in remote["details"]}
+        assert (remote.stale, remote.missing, remote.orphaned) == (1, 2, 1)
+        states = {d.name: d.state for d in remote.details}
         assert states[changed] == "stale" and states[removed] == "orphaned"
         assert states["added-by-hand"] == "missing" and states[obsoleted] == "missing"
 
@@ -121,5 +121,5 @@ def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: Fo
         assert healed.ok, (healed.error, list(healed.failed.items())[:5])
         assert healed.updated == [changed] and healed.created == ["added-by-hand"] and healed.obsoleted == [removed]
         final = router.validate(check_remote=True)[0]
-        assert (final["stale"], final["missing"], final["orphaned"]) == (0, 1, 0)  # the remote one needs --force
-        assert final["in_sync"] == len(names) - 1
+        assert (final.stale, final.missing, final.orphaned) == (0, 1, 0)  # the remote one needs --force
+        assert final.in_sync == len(names) - 1

@@ -51,7 +51,7 @@ def test_killed_mid_sync_then_restarted_rerun_converges(own_forgetful: RealForge
     with open_router(project) as router:
         report = router.sync()[0]
         assert report.ok, (report.error, report.failed)
-        assert router.validate(check_remote=True)[0]["in_sync"] == len(MANY)
+        assert router.validate(check_remote=True)[0].in_sync == len(MANY)
         assert router.sync()[0].skipped == len(MANY)
     with ForgetfulBackend(ForgetfulConfig(url=own_forgetful.url, timeout=10.0)) as inspector:
         live = live_by_context(inspector, project)
@@ -79,21 +79,21 @@ def test_embeddings_down_reaches_status_and_canonical_search_is_unaffected(
         project = make_project(tmp_path, http_toml(server.url, 15.0) + "health_ttl = 0.2\n")
         with open_router(project) as router:
             assert router.sync()[0].ok
-            canonical = [h.name for h in router.search("flaky tests", limit=20, source="canonical")]
+            canonical = [h.name for h in router.search("flaky tests", limit=20, origin="canonical")]
             own_embeddings.stop()
             hits = router.search("flaky tests", limit=20)
             assert [h.name for h in hits] == canonical
             (status,) = router.status()["backends"]
             assert status["last_error"] and "connection error" in status["last_error"].lower(), status
             with pytest.raises(BackendError):
-                router.search("flaky tests", source="forgetful")
+                router.search("flaky tests", origin="forgetful")
             (project / ".serena" / "memories" / "new.md").write_text("# New\n\nWhile embeddings are down.\n")
             assert not router.sync()[0].ok  # the create fails in Forgetful; nothing is recorded as synced
 
             own_embeddings.start()  # back on the same port: the service recovers
             time.sleep(0.3)
             assert router.sync()[0].ok
-            assert router.validate(check_remote=True)[0]["in_sync"] == 7
+            assert router.validate(check_remote=True)[0].in_sync == 7
     finally:
         server.stop()
 
@@ -104,6 +104,6 @@ def test_restarted_on_the_same_data_keeps_everything(own_forgetful: RealForgetfu
         assert router.sync()[0].ok
     own_forgetful.restart()
     with open_router(project) as router:
-        assert router.validate(check_remote=True)[0]["in_sync"] == 6
+        assert router.validate(check_remote=True)[0].in_sync == 6
         assert router.sync()[0].skipped == 6
-        assert any(h.source == "forgetful" for h in router.search("flaky tests", limit=40, source="forgetful"))
+        assert any(h.source == "forgetful" for h in router.search("flaky tests", limit=40, origin="forgetful"))

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
     from memrouter.index.fusion import Fused
+    from memrouter.sync.validate import FreshnessReport
 
 __all__ = ["Router", "CANONICAL"]
 
@@ -449,14 +450,16 @@ class Router(GraphQueries):
         (the entries the pre-commit hook queued; removed once synced to every
         backend). See ``memrouter.sync.engine`` for the rules.
         """
-        return self._external.sync(
-            self.store.read, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
+        return self._index.translated(
+            lambda: self._external.sync(
+                self.store.read, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
+            )
         )
 
-    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[dict[str, Any]]:
+    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
         current = self._current_hashes()
-        return self._external.validate(current, backend=backend, check_remote=check_remote)
+        return self._index.indexed(lambda: self._external.validate(current, backend=backend, check_remote=check_remote))
 
 
 def _dense_only_offset(item: Fused) -> int | None:

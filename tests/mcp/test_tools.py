@@ -350,3 +350,13 @@ def test_lean_schema_drops_titles_and_null_branches() -> None:
         },
         "required": ["query"],
     }
+
+
+async def test_tool_enums_are_the_library_lists(project_root: Path, tmp_path: Path, connect: Any) -> None:
+    """The MCP tools spell modes and channels exactly as memrouter.model defines them."""
+    from memrouter.model import CHANNELS, MODES
+
+    async with connect(project_root, tmp_path / "index") as client:
+        tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+    assert tools["search_memory"]["properties"]["mode"]["enum"] == list(MODES)
+    assert tools["save_memory"]["properties"]["channel"]["enum"] == list(CHANNELS)

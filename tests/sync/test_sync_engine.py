@@ -96,7 +96,7 @@ def test_delete_marks_obsolete_with_the_reason(project: Path, inspector: Forgetf
         remote = inspector.get(remote_id)
         assert remote.is_obsolete and "incidents/flaky-tests" in (remote.obsolete_reason or "")
         assert "incidents/flaky-tests" not in state.load_records(router._conn, "forgetful")
-        assert router.validate()[0]["orphaned"] == 0
+        assert router.validate()[0].orphaned == 0
 
 
 def test_git_rename_moves_the_mapping_without_duplicates(project: Path, inspector: ForgetfulBackend) -> None:
@@ -146,7 +146,7 @@ def test_crash_after_remote_create_before_state_write_converges(project: Path, i
             title = draft.title if first_part == memory.text else f"{draft.title} (part 1/3)"
             backend.upsert(MemoryDraft(title=title, content=first_part, context=draft.context,
                                        source_repo=project.name))  # fmt: skip
-        assert router.validate()[0]["missing"] == 7  # nothing recorded: 6 samples + the runbook
+        assert router.validate()[0].missing == 7  # nothing recorded: 6 samples + the runbook
         report = router.sync()[0]
         assert report.ok
         assert sorted(report.recovered) == ["ci/flaky-tests", "ops/runbook"]
@@ -154,7 +154,7 @@ def test_crash_after_remote_create_before_state_write_converges(project: Path, i
         assert all(len(ids) == 1 for ctx, ids in live.items() if ctx != "memrouter:ops/runbook")
         parts = state.load_records(router._conn, "forgetful")["ops/runbook"].remote_ids
         assert sorted(live["memrouter:ops/runbook"]) == sorted(int(i) for i in parts)
-        assert router.validate()[0]["in_sync"] == 7
+        assert router.validate()[0].in_sync == 7
         assert router.sync()[0].skipped == 7
 
 
@@ -190,7 +190,7 @@ def test_server_killed_mid_sync_then_rerun_converges(tmp_path: Path) -> None:
             with ForgetfulBackend(ForgetfulConfig(url=server.url)) as inspector:
                 live = live_by_context(inspector, project)
             assert len(live) == 20 and all(len(ids) == 1 for ids in live.values()), live
-            assert router.validate()[0]["in_sync"] == 20
+            assert router.validate()[0].in_sync == 20
     finally:
         server.stop()
 
@@ -284,7 +284,7 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
             with open_router(project) as router:
                 report = router.sync()[0]
                 assert report.ok, report.failed
-                assert router.validate()[0]["in_sync"] == 15
+                assert router.validate()[0].in_sync == 15
             live = live_by_context(inspector, project)
             assert len(live) == 15 and all(len(ids) == 1 for ids in live.values()), live
     finally:
@@ -308,7 +308,7 @@ def test_a_deleted_index_adopts_the_remote_copies_instead_of_duplicating_them(
         assert live_by_context(inspector, project) == before  # same remote ids, nothing new
         flaky = state.load_records(router._conn, "forgetful")["ci/flaky-tests"].remote_ids
         assert inspector.get(flaky[0]).content.endswith("Retry once, then quarantine.\n")  # updated in place
-        assert router.validate(check_remote=True)[0]["in_sync"] == 7
+        assert router.validate(check_remote=True)[0].in_sync == 7
         assert router.sync()[0].skipped == 7
 
 

@@ -156,7 +156,7 @@ def test_cli_hook_install_and_drain_queue(tmp_path: Path, fake_http: FakeServer,
     live = live_by_context(inspector, project)
     assert "memrouter:plain-no-heading" not in live and len(live["memrouter:archive/flaky"]) == 1
     with Router.open(root=memories_root(project), watch=False) as router:
-        assert router.validate()[0]["in_sync"] == 6
+        assert router.validate()[0].in_sync == 6
     assert runner.invoke(main, ["hook", "uninstall"]).exit_code == 0
 
 

@@ -23,32 +23,32 @@ def test_report_counts_every_state_over_nested_folders(
     root = project / ".serena" / "memories"
     with Router.open(root=root, watch=False) as router:
         report = router.validate()[0]
-        assert (report["total"], report["missing"], report["in_sync"]) == (6, 6, 0)
+        assert (report.total, report.missing, report.in_sync) == (6, 6, 0)
         router.sync()
-        assert router.validate()[0]["in_sync"] == 6
+        assert router.validate()[0].in_sync == 6
 
         (root / "a" / "b" / "c").mkdir(parents=True)
         (root / "a" / "b" / "c" / "deep.md").write_text("# Deep\n\nNested memory.\n")  # missing
         (root / "ci" / "flaky-tests.md").write_text("# Flaky\n\nChanged.\n")  # stale
         (root / "incidents" / "flaky-tests.md").unlink()  # orphaned
         report = router.validate()[0]
-        assert {k: report[k] for k in ("total", "in_sync", "stale", "missing", "orphaned")} == {
+        assert {k: report.to_dict()[k] for k in ("total", "in_sync", "stale", "missing", "orphaned")} == {
             "total": 6, "in_sync": 4, "stale": 1, "missing": 1, "orphaned": 1,
         }  # fmt: skip
-        states = {d["name"]: d["state"] for d in report["details"]}
+        states = {d.name: d.state for d in report.details}
         assert states == {"a/b/c/deep": "missing", "ci/flaky-tests": "stale", "incidents/flaky-tests": "orphaned"}
-        assert report["checked_remote"] is False and report["duration_ms"] >= 0
+        assert report.checked_remote is False and report.duration_ms >= 0
 
         # --remote: a copy obsoleted behind memrouter's back is missing again
         remote_id = state.load_records(router._conn, "forgetful")["conventions/commit-messages"].remote_ids[0]
         inspector.mark_obsolete(remote_id, "removed by hand")
-        assert router.validate()[0]["in_sync"] == 4
+        assert router.validate()[0].in_sync == 4
         remote = router.validate(check_remote=True)[0]
-        assert remote["in_sync"] == 3 and remote["missing"] == 2
-        assert remote["orphaned_remote_ids"] == [remote_id]
+        assert remote.in_sync == 3 and remote.missing == 2
+        assert remote.orphaned_remote_ids == (remote_id,)
 
         router.sync(force=True)
-        assert router.validate()[0]["missing"] == 0
+        assert router.validate()[0].missing == 0
 
 
 def test_cli_validate_json_and_missing_backend_config(
@@ -72,6 +72,6 @@ def test_sync_and_validate_over_stdio(tmp_path: Path) -> None:
     with Router.open(root=project / ".serena" / "memories", watch=False) as router:
         report = router.sync()[0]
         assert report.ok and len(report.created) == 6
-        assert router.validate(check_remote=True)[0]["in_sync"] == 6
+        assert router.validate(check_remote=True)[0].in_sync == 6
         hits = router.search("payment suite timed out", limit=20, origin="forgetful")
         assert hits and hits[0].source == "forgetful"

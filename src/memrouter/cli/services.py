@@ -93,18 +93,18 @@ def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | No
 def validate(state: State, backend: str | None, check_remote: bool, fmt: str) -> None:
     """Report how fresh the backends' copies are: in_sync, stale, missing, orphaned."""
     reports = state.router().validate(backend=backend, check_remote=check_remote)
-    data: Any = reports[0] if len(reports) == 1 else {"backends": reports}
+    data: Any = reports[0].to_dict() if len(reports) == 1 else {"backends": [r.to_dict() for r in reports]}
 
     def text() -> str:
         lines = []
         for r in reports:
             lines.append(
-                f"{r['backend']}: {r['total']} memories: {r['in_sync']} in sync, {r['stale']} stale, "
-                f"{r['missing']} missing, {r['orphaned']} orphaned ({r['duration_ms']} ms)"
+                f"{r.backend}: {r.total} memories: {r.in_sync} in sync, {r.stale} stale, "
+                f"{r.missing} missing, {r.orphaned} orphaned ({r.duration_ms} ms)"
             )
-            lines += [f"  {d['state']}: {d['name']} ({d['reason']})" for d in r["details"][:50]]
-            if len(r["details"]) > 50:
-                lines.append(f"  ... {len(r['details']) - 50} more (use --format json)")
+            lines += [f"  {d.state}: {d.name} ({d.reason})" for d in r.details[:50]]
+            if len(r.details) > 50:
+                lines.append(f"  ... {len(r.details) - 50} more (use --format json)")
         return "\n".join(lines)
 
     emit(fmt, data, text)

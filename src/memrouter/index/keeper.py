@@ -142,6 +142,14 @@ class IndexKeeper:
             except sqlite3.Error as exc:
                 raise db.storage_error(exc, self.index_path) from exc
 
+    def translated(self, work: Callable[[], T]) -> T:
+        """Run ``work`` (which takes the lock itself where it touches the index) with SQLite's
+        errors as ``StorageError``: for long calls, such as a sync, that must not hold the lock."""
+        try:
+            return work()
+        except sqlite3.Error as exc:
+            raise db.storage_error(exc, self.index_path) from exc
+
     def _recover(self, exc: BaseException) -> None:
         """Damage found during use: repair the file (or fall back to memory) and forget every cache."""
         self.file.recover(exc)

@@ -20,13 +20,63 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from memrouter.backends.base import Backend
 from memrouter.errors import NotFound
 from memrouter.sync.state import load_records
 
-__all__ = ["validate"]
+__all__ = ["FreshnessEntry", "FreshnessReport", "validate"]
+
+
+@dataclass(frozen=True, slots=True)
+class FreshnessEntry:
+    """One memory that is not in sync: its state, why, and its remote ids."""
+
+    name: str
+    state: str
+    reason: str
+    remote_ids: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "state": self.state, "reason": self.reason}
+        if self.remote_ids is not None:
+            data["remote_ids"] = list(self.remote_ids)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class FreshnessReport:
+    """How fresh one backend's copies are (see the module docstring for the states)."""
+
+    backend: str
+    total: int
+    in_sync: int
+    stale: int
+    missing: int
+    orphaned: int
+    checked_remote: bool
+    duration_ms: float
+    details: tuple[FreshnessEntry, ...]
+    orphaned_remote_ids: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``memrouter validate --format json``."""
+        data: dict[str, Any] = {
+            "backend": self.backend,
+            "total": self.total,
+            "in_sync": self.in_sync,
+            "stale": self.stale,
+            "missing": self.missing,
+            "orphaned": self.orphaned,
+            "checked_remote": self.checked_remote,
+            "duration_ms": self.duration_ms,
+            "details": [entry.to_dict() for entry in self.details],
+        }
+        if self.orphaned_remote_ids is not None:
+            data["orphaned_remote_ids"] = list(self.orphaned_remote_ids)
+        return data
 
 
 def validate(
@@ -35,11 +85,11 @@ def validate(
     current: Mapping[str, str],
     *,
     remote: Backend | None = None,
-) -> dict[str, Any]:
+) -> FreshnessReport:
     """The report for ``backend_name`` over ``current`` (every memory name -> content hash)."""
     started = time.perf_counter()
     records = load_records(conn, backend_name)
-    details: list[dict[str, Any]] = []
+    details: list[FreshnessEntry] = []
     counts = {"in_sync": 0, "stale": 0, "missing": 0, "orphaned": 0}
     gone_remote: list[str] = []
     for name in sorted(current):
@@ -57,28 +107,20 @@ def validate(
                 state, why = "missing", f"remote id(s) {', '.join(absent)} gone or obsolete"
         counts[state] += 1
         if state != "in_sync":
-            entry: dict[str, Any] = {"name": name, "state": state, "reason": why}
-            if record is not None:
-                entry["remote_ids"] = list(record.remote_ids)
-            details.append(entry)
+            ids = tuple(record.remote_ids) if record is not None else None
+            details.append(FreshnessEntry(name, state, why, ids))
     for name in sorted(set(records) - set(current)):
         counts["orphaned"] += 1
-        details.append(
-            {"name": name, "state": "orphaned", "reason": "memory no longer exists",
-             "remote_ids": list(records[name].remote_ids)}
-        )  # fmt: skip
-    report: dict[str, Any] = {
-        "backend": backend_name,
-        "total": len(current),
+        details.append(FreshnessEntry(name, "orphaned", "memory no longer exists", tuple(records[name].remote_ids)))
+    return FreshnessReport(
+        backend=backend_name,
+        total=len(current),
         **counts,
-        "checked_remote": remote is not None,
-        "duration_ms": 0.0,
-        "details": details,
-    }
-    if remote is not None:
-        report["orphaned_remote_ids"] = gone_remote
-    report["duration_ms"] = round((time.perf_counter() - started) * 1000, 2)
-    return report
+        checked_remote=remote is not None,
+        duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        details=tuple(details),
+        orphaned_remote_ids=tuple(gone_remote) if remote is not None else None,
+    )
 
 
 def _exists(backend: Backend, remote_id: str) -> bool:
