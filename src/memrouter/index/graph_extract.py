@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import posixpath
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from memrouter.model import Memory
-from memrouter.store.markdown import iter_blocks
 
 __all__ = ["MAX_EDGES", "Extracted", "RawEdge", "extract", "key_label", "name_key", "query_keys"]
 
@@ -70,7 +68,7 @@ _ISSUE_CONTEXT = re.compile(
     re.IGNORECASE,
 )
 _HEX = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
-_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-")
+_PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-"
 # Words that make a run of hex digits near them (same line) a commit hash.
 _GIT_WORDS = ("commit", "sha", "head", "cherry-pick", "revert", "rebase", "squash", "fixup", "merge", "diff",
               "checkout", "reset", "bisect", "blame", "git show", "git log", "amend", "..")  # fmt: skip
@@ -78,6 +76,7 @@ _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
 )
+_HEX_BYTES = bytes(120 if chr(b) in "0123456789abcdef" else 32 for b in range(256))
 _PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
 _PATH = re.compile(
     r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:[\w*@-][\w.*@-]*/){0,20}[\w*@-][\w.*@-]*\.(?:" + _EXTENSIONS + r"))(?![\w/-])"
@@ -85,7 +84,7 @@ _PATH = re.compile(
 _TITLE_WORD = re.compile(r"[A-Z][a-z]+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SLUG_RUN = re.compile(r"[^\w]+")
-_NEWLINE = re.compile(r"\n")
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,13 +246,14 @@ def _blank_links(line: str) -> str:
 def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
     """Mentions in ``text`` (lines numbered from ``first``), found by whole-text scans."""
     text = _blank_links(text)
-    starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+    counted = [0, first]  # (offset, its line): mentions come mostly in order, so counting resumes
 
     def line_of(offset: int) -> int:
-        return first + bisect_right(starts, offset) - 1
-
-    def same_line(start: int, end: int) -> str:
-        return text[max(text.rfind("\n", 0, start) + 1, start - 60) : end + 20].split("\n", 1)[0]
+        if offset < counted[0]:
+            counted[:] = [0, first]
+        counted[1] += text.count("\n", counted[0], offset)
+        counted[0] = offset
+        return counted[1]
 
     lower = text.lower()
     if "adr" in lower:
@@ -278,21 +278,14 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
                 continue  # "#123" opening a line is a heading or a list marker
             key = f"issue:{repo.lower() if repo else ''}#{int(number_text)}"
             yield RawEdge("mentions", key, key_label(key), line_of(at))
-    seen_hex: set[int] = set()
-    for at, after in _git_words(lower):
-        line_start = text.rfind("\n", 0, at) + 1
-        line_end = text.find("\n", after)
-        window_end = min(after + 60, len(text) if line_end < 0 else line_end)
-        for match in _HEX.finditer(text, max(line_start, at - 20), window_end):
-            digest = match.group(0)
-            if match.start() in seen_hex or digest.isdigit() or digest.isalpha():
-                continue
-            seen_hex.add(match.start())
-            yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
+    for match in _hex_runs(text):
+        digest = match.group(0)
+        if digest.isdigit() or digest.isalpha() or not _near_git_word(text, match.start(), match.end()):
+            continue
+        yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
     for hit in _PATH_END.finditer(text):
-        begin = hit.start()
-        while begin > 0 and text[begin - 1] in _PATH_CHARS:
-            begin -= 1
+        low = max(0, hit.start() - 400)
+        begin = low + len(text[low : hit.start()].rstrip(_PATH_CHARS))
         found = _PATH.fullmatch(text, begin, hit.end()) if begin == 0 or text[begin - 1] not in ":~$%\\" else None
         if found is None:
             continue
@@ -305,26 +298,98 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
             yield RawEdge("about_code", path_key, path, line_of(begin))
 
 
-def _git_words(lower: str) -> Iterator[tuple[int, int]]:
-    """Where a git word (``_GIT_WORDS``) starts and ends in lower-cased text (``str.find`` is C speed)."""
+def _hex_runs(text: str) -> Iterator[re.Match[str]]:
+    """``_HEX`` matches in ``text``, found fast: hex digits become ``x`` in a byte copy, so
+    runs of seven are found by ``bytes.find``; only those are checked with the pattern."""
+    raw = text.encode("utf-8", "surrogatepass")
+    data = raw.translate(_HEX_BYTES)
+    ascii_only = len(raw) == len(text)
+    at = data.find(b"xxxxxxx")
+    while at >= 0:
+        end = at + 7
+        while end < len(data) and data[end] == 120:  # b"x"
+            end += 1
+        start = at if ascii_only else len(raw[:at].decode("utf-8", "surrogatepass"))
+        if end - at <= 40 and (match := _HEX.match(text, start)) is not None:
+            yield match
+        at = data.find(b"xxxxxxx", end)
+
+
+def _near_git_word(text: str, start: int, end: int) -> bool:
+    """Whether a git word (``_GIT_WORDS``) on the same line begins at most 20 characters after ``start``
+    and ends at most 60 before ``end``: hex digits there name a commit."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line = text[line_start : len(text) if line_end < 0 else line_end].lower()
+    start, end = start - line_start, end - line_start
     for word in _GIT_WORDS:
-        at = lower.find(word)
+        at = line.find(word, max(0, end - 60 - len(word)))
+        while 0 <= at <= start + 20:
+            if word == ".." or at == 0 or not line[at - 1].isalnum():
+                return True
+            at = line.find(word, at + 1)
+    return False
+
+
+def _fence_lines(text: str) -> Iterator[re.Match[str]]:
+    """``_FENCE_LINE`` matches in ``text``, in order: only lines holding three backticks or tildes are tried."""
+    starts: set[int] = set()
+    for marker in ("```", "~~~"):
+        at = text.find(marker)
         while at >= 0:
-            if word == ".." or at == 0 or not lower[at - 1].isalnum():
-                yield at, at + len(word)
-            at = lower.find(word, at + len(word))
+            starts.add(text.rfind("\n", 0, at) + 1)
+            end = text.find("\n", at)
+            at = text.find(marker, end) if end >= 0 else -1
+    for start in sorted(starts):
+        if (match := _FENCE_LINE.match(text, start)) is not None:
+            yield match
 
 
-def _segments(memory: Memory) -> Iterator[tuple[int, str]]:
-    """(first line number, text) of the memory's prose: front matter and fenced code left out."""
-    text = memory.text
-    if "```" not in text and "~~~" not in text:
-        offset = len(text) - len(memory.body)
-        yield text.count("\n", 0, offset) + 1, memory.body
-        return
-    for block in iter_blocks(text):
-        if block.kind not in ("front_matter", "fence", "blank"):
-            yield block.line + 1, text[block.start : block.end]
+def _prose(memory: Memory) -> tuple[int, str]:
+    """(first line number, body) with fenced code blanked to empty lines, so line numbers hold.
+
+    A fence opens on a line of three or more backticks or tildes (at most
+    three spaces in) and closes on a line of at least as many of the same
+    character, as ``memrouter.store.markdown`` reads them; an unclosed fence
+    runs to the end. Only lines that start with a fence character are looked at.
+    """
+    text, body = memory.text, memory.body
+    first = text.count("\n", 0, len(text) - len(body)) + 1
+    if "```" not in body and "~~~" not in body:
+        return first, body
+    pieces: list[str] = []
+    kept = 0  # where the text not yet copied starts
+    opened: tuple[int, str] | None = None  # (offset of the opening line, its marker)
+    for match in _fence_lines(body):
+        marker, rest = match.group(1), match.group(2)
+        if opened is None:
+            if marker[0] != "`" or "`" not in rest:
+                opened = (match.start(), marker)
+        elif marker[0] == opened[1][0] and len(marker) >= len(opened[1]) and not rest.strip():
+            pieces.append(body[kept : opened[0]])
+            pieces.append("\n" * body.count("\n", opened[0], match.end()))
+            kept, opened = match.end(), None
+    if opened is not None:
+        pieces.append(body[kept : opened[0]])
+        pieces.append("\n" * body.count("\n", opened[0]))
+        kept = len(body)
+    pieces.append(body[kept:])
+    return first, "".join(pieces)
+
+
+def _link_lines(text: str) -> list[int]:
+    """The start offsets, in order, of the lines of ``text`` holding ``[`` or ``mem:``."""
+    starts: set[int] = set()
+    for trigger in ("[", "mem:"):
+        at = text.find(trigger)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            starts.add(start)
+            end = text.find("\n", at)
+            if end < 0:
+                break
+            at = text.find(trigger, end)
+    return sorted(starts)
 
 
 def extract(memory: Memory) -> Extracted:
@@ -345,13 +410,20 @@ def extract(memory: Memory) -> Extracted:
         return True
 
     if add(_front_matter_edges(memory, _front_matter_lines(memory.text, front_lines))):
-        for first, segment in _segments(memory):
-            if "[" in segment or "mem:" in segment:
-                for number, line in enumerate(segment.split("\n"), first):
-                    if ("[" in line or "mem:" in line) and not add(_link_edges(line.rstrip("\r"), number, folder)):
-                        break
-            if len(edges) >= MAX_EDGES or not add(_mention_edges(segment, first)):
-                break
+        first, prose = _prose(memory)
+        complete = True
+        if "[" in prose or "mem:" in prose:
+            number, counted = first, 0
+            for start in _link_lines(prose):  # only the lines that may hold a link
+                number += prose.count("\n", counted, start)
+                counted = start
+                end = prose.find("\n", start)
+                line = prose[start : len(prose) if end < 0 else end]
+                if not add(_link_edges(line.rstrip("\r"), number, folder)):
+                    complete = False
+                    break
+        if complete:
+            add(_mention_edges(prose, first))
     return Extracted(keys, tuple(edges.values()))
 
 

@@ -16,11 +16,12 @@ from memrouter.model import Memory
 __all__ = ["write_graph"]
 
 
-def write_graph(conn: sqlite3.Connection, memory_id: int, memory: Memory) -> int:
-    """Replace the edges and keys of memory row ``memory_id``; returns the number of edges."""
+def write_graph(conn: sqlite3.Connection, memory_id: int, memory: Memory, *, new: bool = False) -> int:
+    """Replace the edges and keys of memory row ``memory_id`` (``new``: a row just inserted, holding none)."""
     found = extract(memory)
-    conn.execute("DELETE FROM graph_edges WHERE memory_id = ?", (memory_id,))
-    conn.execute("DELETE FROM graph_keys WHERE memory_id = ?", (memory_id,))
+    if not new:
+        conn.execute("DELETE FROM graph_edges WHERE memory_id = ?", (memory_id,))
+        conn.execute("DELETE FROM graph_keys WHERE memory_id = ?", (memory_id,))
     conn.executemany(
         "INSERT OR IGNORE INTO graph_keys (key, memory_id, label) VALUES (?, ?, ?)",
         [(key, memory_id, label) for key, label in found.keys.items()],

@@ -173,7 +173,6 @@ CREATE TABLE graph_edges (
     detail TEXT
 );
 CREATE INDEX graph_edges_memory ON graph_edges(memory_id);
-CREATE INDEX graph_edges_target ON graph_edges(target);
 CREATE TABLE graph_keys (
     key TEXT NOT NULL,
     memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
@@ -185,6 +184,9 @@ CREATE INDEX graph_keys_memory ON graph_keys(memory_id);
 UPDATE memories SET mtime_ns = -1, hash = '';
 """
 MIGRATIONS.append(Migration("0200_knowledge_graph", _GRAPH))
+# The graph is read whole into memory (memrouter.index.graph.GraphView): the
+# index on edge targets that 0200 once made only slowed every write.
+MIGRATIONS.append(Migration("0201_graph_edges_unindexed_targets", "DROP INDEX IF EXISTS graph_edges_target;"))
 
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
