@@ -14,7 +14,11 @@ Hybrid here fuses lexical, dense and graph; ``--embed hash`` (the default) uses
 the deterministic hashing embedder so the comparison runs in minutes on a
 laptop: the graph's effect is measured against the same dense list either way.
 
+- ``--precision``: extraction precision and recall per kind on the labelled spots in
+  golden/graph-mentions.json (read from the corpora), then exit.
+
 Usage: python benchmarks/bench_graph.py [--corpus DIR] [--embed hash|minilm] [--weights 0.1,0.3,1] [--locomo N]
+       python benchmarks/bench_graph.py --precision
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 from _common import CORPUS, percentiles  # noqa: E402 - benchmarks run as scripts
 
 GOLDEN = HERE / "golden" / "ai-agents-1026.json"
+MENTIONS = HERE / "golden" / "graph-mentions.json"
 LOCOMO = HERE.parents[1] / "shared" / "bench" / "locomo10.json"
 
 
@@ -161,6 +166,35 @@ def locomo_figures(args: argparse.Namespace, work: Path) -> None:
               f"turn R@5 {statistics.fmean(r5):.3f} ({len(r5)} q)")  # fmt: skip
 
 
+def precision_figures(corpora: Path) -> dict[str, dict[str, float]]:
+    """Precision and recall per kind on the labelled spots: a spot counts as found when its memory has an edge to its key."""
+    from memrouter.index.graph_extract import extract
+    from memrouter.store.files import MemoryStore
+
+    spots = json.loads(MENTIONS.read_text(encoding="utf-8"))["spots"]
+    edges: dict[tuple[str, str], set[str]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for spot in spots:
+        where = (spot["corpus"], spot["memory"])
+        if where not in edges:
+            root = corpora / spot["corpus"]
+            path = root / f"{spot['memory']}.md"
+            memory = MemoryStore(root).parse_bytes(spot["memory"], str(path), path.read_bytes())
+            edges[where] = {edge.key for edge in extract(memory).edges}
+        found = spot["key"] in edges[where]
+        row = counts.setdefault(spot["kind"], {"tp": 0, "fp": 0, "fn": 0, "tn": 0})
+        row[("tp" if found else "fn") if spot["reference"] else ("fp" if found else "tn")] += 1
+    scores = {}
+    for kind, row in sorted(counts.items()):
+        precision = row["tp"] / max(1, row["tp"] + row["fp"])
+        recall = row["tp"] / max(1, row["tp"] + row["fn"])
+        scores[kind] = {"precision": precision, "recall": recall, **row}
+        print(f"{kind:<7} precision {precision:.3f}  recall {recall:.3f}  "
+              f"(references {row['tp'] + row['fn']}, look-alikes {row['fp'] + row['tn']}, wrongly taken {row['fp']})")  # fmt: skip
+    print(f"{len(spots)} labelled spots in {len(edges)} memories")
+    return scores
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--corpus", type=Path, default=CORPUS)
@@ -169,7 +203,11 @@ def main() -> None:
     parser.add_argument("--weights", type=lambda v: [float(x) for x in v.split(",")], default=[0.1, 0.3, 1.0])
     parser.add_argument("--locomo", type=int, default=10, help="LoCoMo conversations to run (0: none).")
     parser.add_argument("--skip-corpus", action="store_true")
+    parser.add_argument("--precision", action="store_true", help="Score extraction on the labelled spots, then exit.")
     args = parser.parse_args()
+    if args.precision:
+        precision_figures(args.corpus.parent)
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     try:
         if args.corpus.is_dir() and not args.skip_corpus:

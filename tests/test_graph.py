@@ -198,3 +198,25 @@ def test_the_graph_weight_decides_whether_the_graph_retriever_is_fused(memories:
                 streams = next(h for h in hits if h.name == "adr/adr-012-streams")
                 graph = next(m for m in streams.why if m.retriever == "graph")
                 assert graph.detail == "graph: ADR-007 -names-> adr/adr-007-queues <-supersedes- adr/adr-012-streams"
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "taken"),
+    [
+        ("See `mem:ops/runbook` first.", "mem:ops/runbook", True),  # Serena writes mem: references in code spans
+        ("regex `VERDICT:[[:space:]]*` and [[:alpha:]] in prose", "mem:space", False),  # POSIX classes
+        ("Epics (#1002-#1005) and #1948-1950 stay open.", "issue:#1002", True),
+        ("Excluded: #2050/#2510 vendor portability.", "issue:#2510", True),
+        ("**Issue #5** (MEDIUM): research.md has an unused field.", "issue:#5", False),  # a review finding
+        ("#1351 (Renovate dashboard) stays.", "issue:#1351", True),
+        ("Measured on `origin/main` at `088292977f`.", "commit:0882929", True),
+        ("Results against `77e305c6e`, conflicted-file counts:", "commit:77e305c", True),
+        ("- 8f34b6a4: spec ignore directives", "commit:8f34b6a", True),
+        ("(`md5 ddf7726679a84c0c09d3de3c39504b99`) parses clean", "commit:ddf7726", False),
+        ("- **Agent a3e1df2**: Creating 5 sub-issues", "commit:a3e1df2", False),
+        ("Full analysis: `.agents/analysis/knowledge-set.md`", "path:.agents/analysis/knowledge-set.md", True),
+        ("**Get-Milestone.Tests.ps1**: the tests", "path:Get-Milestone.Tests.ps1", True),
+    ],
+)
+def test_mention_rules_measured_on_the_corpora(tmp_path: Path, line: str, key: str, taken: bool) -> None:
+    assert (key in {k for _, k in edges_of("notes/x", f"# X\n\n{line}\n", tmp_path)}) is taken

@@ -49,7 +49,7 @@ _FRONT_MATTER_TYPES = {
     "anchors": "about_code",
 }
 
-_WIKILINK = re.compile(r"\[\[([^\[\]\n|]{1,300})(?:\|[^\[\]\n]{0,300})?\]\]")
+_WIKILINK = re.compile(r"\[\[(?!:)([^\[\]\n|]{1,300})(?:\|[^\[\]\n]{0,300})?\]\]")
 _MEM_REF = re.compile(r"(?<![\w/.-])mem:([A-Za-z0-9_](?:[\w./-]{0,200}\w)?)")
 _MD_LINK = re.compile(r"\]\(\s*<?([^)\s>]{1,300}\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
 _RELATION_LINE = re.compile(
@@ -58,20 +58,25 @@ _RELATION_LINE = re.compile(
 _OBSERVATION = re.compile(r"\s{0,3}[-*+]\s+\[([A-Za-z][\w -]{0,40})\]\s+(?!\()(.+)$")
 _TAG = re.compile(r"(?<![\w&#])#([A-Za-z][\w/-]{0,60})")
 _ADR = re.compile(r"(?<![A-Za-z0-9])ADR-?0*(\d{1,4})(?![\d])", re.IGNORECASE)
-_ISSUE = re.compile(r"#(\d{1,6})(?![\w-])")
+_ISSUE = re.compile(r"#(\d{1,6})(?!\w|-[^\d#>])")  # "#12-#14" and "#12-14" are ranges; "#12-intro" an anchor
+_SEVERITY = re.compile(r"\((?:low|medium|high|critical|blocker)\)", re.IGNORECASE)
+_ISSUE_LIST = re.compile(r"(?<![\w&])#\d{2,6}/$")
 _REPO_BEFORE = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100})$")
 _ADR_LOWER = re.compile(r"adr-?0*(\d{1,4})(?!\d)")
 
 _ISSUE_CONTEXT = re.compile(
     r"\b(?:issues?|prs?|pull|pull requests?|fix(?:es|ed)?|clos(?:es|ed|e)|resolv(?:es|ed|e)|refs?|see|merged|"
-    r"tracked|follow-up|duplicate of)\b[^#\n]{0,12}$",
+    r"tracked|follow-up|duplicate of)\b(?:[^#\n]|#\d{1,6}\b){0,24}$",
     re.IGNORECASE,
 )
 _HEX = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
 _PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-"
 # Words that make a run of hex digits near them (same line) a commit hash.
 _GIT_WORDS = ("commit", "sha", "head", "cherry-pick", "revert", "rebase", "squash", "fixup", "merge", "diff",
-              "checkout", "reset", "bisect", "blame", "git show", "git log", "amend", "..")  # fmt: skip
+              "checkout", "reset", "bisect", "blame", "git show", "git log", "amend", "..", "origin/", "main", "tip",
+              "tag", "pr #", "base", "detached", "pinned", "landed", "branch")  # fmt: skip
+# Words right before hex digits that make them some other digest.
+_NOT_COMMIT = ("md5", "blob", "sha256", "sha-256", "sha512", "tree", "agent", "uuid", "hash")
 _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
@@ -79,7 +84,9 @@ _EXTENSIONS = (
 _HEX_BYTES = bytes(120 if chr(b) in "0123456789abcdef" else 32 for b in range(256))
 _PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
 _PATH = re.compile(
-    r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:[\w*@-][\w.*@-]*/){0,20}[\w*@-][\w.*@-]*\.(?:" + _EXTENSIONS + r"))(?![\w/-])"
+    r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:\.?[\w*@-][\w.*@-]*/){0,20}\.?[\w*@-][\w.*@-]*\.(?:"
+    + _EXTENSIONS
+    + r"))(?![\w/-])"
 )
 _TITLE_WORD = re.compile(r"[A-Z][a-z]+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
@@ -215,8 +222,8 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
                 target = match.group(1).split("#", 1)[0].strip()
                 if target and len(target) <= _MAX_TARGET:
                     yield RawEdge("links_to", name_key(target), target, number)
-    if "mem:" in prose:
-        for match in _MEM_REF.finditer(prose):
+    if "mem:" in line:  # read in inline code too: `mem:name` is how Serena's memories cite each other
+        for match in _MEM_REF.finditer(line):
             yield RawEdge("links_to", name_key(match.group(1)), match.group(1), number)
     if ".md" in prose and "](" in prose:
         for match in _MD_LINK.finditer(prose):
@@ -268,19 +275,30 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
             previous = text[at - 1] if at else " "
             repo_match = _REPO_BEFORE.search(text, max(0, at - 140), at) if previous not in " \t\n(" else None
             repo = repo_match.group(1) if repo_match else None
-            if repo is None and (previous.isalnum() or previous in "_&#/\\"):
-                continue
+            if (
+                repo is None
+                and (previous.isalnum() or previous in "_&#/")
+                and not _ISSUE_LIST.search(text, max(0, at - 8), at)
+            ):
+                continue  # "#2050/#2510" lists two issues; "a#1", "&#39;" and "x/#2" name none
             line_start = text.rfind("\n", 0, at) + 1
             before = text[max(line_start, at - 40) : at]
             if repo is None and len(number_text) < 3 and not _ISSUE_CONTEXT.search(before):
                 continue  # "#1" in prose is usually a rank or a step, not an issue
-            if repo is None and not before.strip():
-                continue  # "#123" opening a line is a heading or a list marker
+            line_end = text.find("\n", at)
+            if (
+                repo is None
+                and len(number_text) < 3
+                and _SEVERITY.search(text, match.end(), line_end % (len(text) + 1))
+            ):
+                continue  # "Issue #5 (MEDIUM)": a review finding's number (line_end -1: the text's end)
+            if repo is None and not before.strip() and len(number_text) < 3:
+                continue  # "#1" opening a line is a step; a heading needs "# " (a space)
             key = f"issue:{repo.lower() if repo else ''}#{int(number_text)}"
             yield RawEdge("mentions", key, key_label(key), line_of(at))
     for match in _hex_runs(text):
         digest = match.group(0)
-        if digest.isdigit() or digest.isalpha() or not _near_git_word(text, match.start(), match.end()):
+        if digest.isdigit() or digest.isalpha() or not _is_commit(text, match.start(), match.end()):
             continue
         yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
     for hit in _PATH_END.finditer(text):
@@ -290,6 +308,8 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
         if found is None:
             continue
         path = found.group(1)
+        if path.startswith("**") and path[2:3] != "/":
+            path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
         stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         if "/" not in path and _TITLE_WORD.fullmatch(stem):
             continue  # "Node.js", "Vue.js": a product name, not a file
@@ -313,6 +333,20 @@ def _hex_runs(text: str) -> Iterator[re.Match[str]]:
         if end - at <= 40 and (match := _HEX.match(text, start)) is not None:
             yield match
         at = data.find(b"xxxxxxx", end)
+
+
+def _is_commit(text: str, start: int, end: int) -> bool:
+    """Whether hex digits at ``start:end`` name a commit: in backticks (also ``abc1234^:path``), opening a
+    line or list item before a colon, or near a git word; never right after a word naming another digest."""
+    before = text[max(0, start - 12) : start].lower().rstrip(" `*(")
+    if before.endswith(_NOT_COMMIT):
+        return False
+    after = text[end : end + 1]
+    if text[start - 1 : start] == "`" and after in ("`", "^", "~", ":"):
+        return True
+    if after == ":" and not text[text.rfind("\n", 0, start) + 1 : start].strip(" \t-*+"):
+        return True
+    return _near_git_word(text, start, end)
 
 
 def _near_git_word(text: str, start: int, end: int) -> bool:
