@@ -9,7 +9,6 @@ example has the keys a hit really has.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import click
 import pytest
 from helpers import SAMPLE, write
 
@@ -76,9 +76,15 @@ def command_lines() -> list[list[str]]:
 
 @pytest.mark.parametrize("words", command_lines(), ids=lambda words: " ".join(words[:3]))
 def test_every_command_line_uses_real_options(words: list[str]) -> None:
-    command = [word for word in words[1:] if not word.startswith("-")][:1]
-    if command == ["team"]:  # a command group: its subcommands' words lead to the options' help
-        command = list(itertools.takewhile(lambda word: not word.startswith("-"), words[1:]))
+    from memrouter.cli import main
+
+    command: list[str] = []
+    group: click.Command = main
+    for word in (word for word in words[1:] if not word.startswith("-")):
+        if not isinstance(group, click.Group) or word not in group.commands:
+            break  # an argument: the options belong to the command reached so far
+        command.append(word)
+        group = group.commands[word]
     done = subprocess.run([str(BIN / "memrouter"), *command, "--help"], capture_output=True, text=True, env=env())
     assert done.returncode == 0, done.stderr
     for option in (word.split("=")[0] for word in words if word.startswith("--")):

@@ -34,7 +34,7 @@ __all__ = ["Config", "IndexConfig", "SearchConfig", "find_project", "CONFIG_FILE
 CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
-RETRIEVERS = ("lexical", "dense")
+RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -56,7 +56,9 @@ class SearchConfig:
     # Tuned on LoCoMo-10 and the ai-agents golden set (benchmarks/): MiniLM is
     # weaker than BM25F on this data, so it breaks ties and lifts paraphrases
     # without pulling good lexical matches down. Raise "dense" for more of both.
-    weights: dict[str, float] = field(default_factory=lambda: {"lexical": 1.0, "dense": 0.1})
+    # "graph" (the knowledge-graph retriever, hybrid only) is 0, off: measured
+    # on the same data it does not help there (benchmarks/bench_graph.py).
+    weights: dict[str, float] = field(default_factory=lambda: {"lexical": 1.0, "dense": 0.1, "graph": 0.0})
     # A long-running process re-checks the files at most this often (seconds);
     # writes made through memrouter are visible at once regardless.
     refresh_interval: float = 1.0

@@ -19,6 +19,10 @@ __all__ = [
     "Match",
     "Hit",
     "Filters",
+    "Entity",
+    "GraphPath",
+    "Related",
+    "Relation",
     "channel_for_kind",
 ]
 
@@ -224,3 +228,82 @@ class Filters:
     @property
     def empty(self) -> bool:
         return not (self.channels or self.kinds or self.scopes or self.statuses or self.tags or self.prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """One typed edge of the knowledge graph: ``source`` -``type``-> ``target``.
+
+    ``source`` and ``target`` are memory names or entity labels (``ADR-012``,
+    ``#123``, ``src/x.py``); ``target_kind`` is ``memory`` or the entity's
+    kind. ``memory`` and ``line`` say where the edge was written (``line`` 0
+    for an entity naming a memory); ``valid_from``/``valid_until`` are that
+    memory's validity.
+    """
+
+    source: str
+    type: str
+    target: str
+    target_kind: str
+    memory: str
+    line: int
+    detail: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "type": self.type, "target": self.target, "target_kind": self.target_kind,
+            "memory": self.memory, "line": self.line, "detail": self.detail,
+            "valid_from": self.valid_from, "valid_until": self.valid_until,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """A node of the knowledge graph: a memory, or an entity some memories name.
+
+    ``memories`` are the memories that *are* this entity (its name, alias,
+    ADR id or path); ``relations`` its edges in and out, when asked for.
+    """
+
+    name: str
+    kind: str
+    key: str
+    memories: tuple[str, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "kind": self.kind, "key": self.key, "memories": list(self.memories),
+            "relations": [r.to_dict() for r in self.relations],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Related:
+    """A node reached from another in ``depth`` hops, by the relations in ``via`` (in order)."""
+
+    name: str
+    kind: str
+    depth: int
+    via: tuple[Relation, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "depth": self.depth, "via": [r.to_dict() for r in self.via]}
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPath:
+    """The shortest typed path between two nodes (``relations`` empty and ``found`` false when none)."""
+
+    source: str
+    target: str
+    found: bool
+    relations: tuple[Relation, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "target": self.target, "found": self.found,
+            "relations": [r.to_dict() for r in self.relations],
+        }  # fmt: skip

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memrouter.config import Config
 from memrouter.errors import InvalidInput, NotFound
+from memrouter.graph_api import GraphQueries
 from memrouter.index import queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
@@ -49,7 +50,7 @@ CANONICAL = "canonical"
 CANDIDATE_POOL = 50
 
 
-class Router:
+class Router(GraphQueries):
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it holds one index
@@ -240,6 +241,8 @@ class Router:
             lists["lexical"] = self._index.lexical.search(self._conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
             lists["dense"] = self._index.dense.search(self._conn, query, filters, limit=pool)
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:
+            lists["graph"] = self._index.graph.search(self._conn, query, filters, limit=pool)
         return lists
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:

@@ -26,11 +26,11 @@ async def fail(client: Any, tool: str, **arguments: Any) -> str:
 
 
 async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path: Path, connect: Any) -> None:
-    from memrouter.mcp.server import MEMROUTER_TOOLS, SERENA_TOOLS, SESSION_TOOLS, TEAM_TOOLS
+    from memrouter.mcp.server import GRAPH_TOOLS, MEMROUTER_TOOLS, SERENA_TOOLS, SESSION_TOOLS, TEAM_TOOLS
 
     async with connect(project_root, tmp_path / "index") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == set(MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS)
+    assert set(tools) == set(MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS)
     for tool in tools.values():
         assert tool.description and len(tool.description) <= 200, tool.name
     serena = tools["edit_memory"].input_schema
@@ -256,7 +256,7 @@ async def test_resources(project_root: Path, tmp_path: Path, connect: Any) -> No
         uris = {str(resource.uri) for resource in (await client.list_resources()).resources}
         assert uris == {"memory://recent", "memory://conventions", "memory://decisions"}
         templates = (await client.list_resource_templates()).resource_templates
-        assert [t.uri_template for t in templates] == ["memory://{+name}"]
+        assert [t.uri_template for t in templates] == ["memory://graph/{+name}", "memory://{+name}"]
 
         recent = json.loads((await client.read_resource("memory://recent")).contents[0].text)
         assert {"tabs", "queue-choice"} <= {item["name"] for item in recent["memories"][:2]}

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     from memrouter.index.dense import DenseIndex
+    from memrouter.index.graph import GraphIndex
     from memrouter.store.watch import ChangeWatcher
 
     T = TypeVar("T")
@@ -82,6 +83,7 @@ class IndexKeeper:
         # Dense retrieval loads on first use (see ``dense``), never for lexical search.
         self._dense: DenseIndex | None = None
         self._dense_checked: str | None = None
+        self._graph: GraphIndex | None = None
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
 
@@ -100,6 +102,16 @@ class IndexKeeper:
                 cache = None if self.file.in_memory else self.index_path.parent
                 self._dense = DenseIndex(cache, self.embedder_name)
             return self._dense
+
+    @property
+    def graph(self) -> GraphIndex:
+        """The knowledge graph's reader, imported on first use (lexical search never needs it)."""
+        with self._lock:
+            if self._graph is None:
+                from memrouter.index.graph import GraphIndex
+
+                self._graph = GraphIndex()
+            return self._graph
 
     def close(self) -> None:
         with self._lock:
@@ -144,6 +156,7 @@ class IndexKeeper:
         self.lexical = LexicalIndex()
         self._dense = None
         self._dense_checked = None
+        self._graph = None
         self._last_check = float("-inf")
 
     def rebuild_postings(self) -> None:

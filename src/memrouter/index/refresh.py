@@ -106,7 +106,7 @@ def rebuild_postings(conn: sqlite3.Connection) -> int:
 
 
 def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memory, mtime_ns: int, size: int) -> int:
-    """Write one memory's row, tags and postings (inside ``write_transaction``); returns its row id."""
+    """Write one memory's row, tags, postings and graph edges (inside ``write_transaction``); returns its row id."""
     import json  # only writes need it; a search with nothing changed does not
 
     tags = json.dumps(list(memory.tags))
@@ -162,6 +162,9 @@ def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memo
         [(memory_id, tag) for tag in memory.tags],
     )
     writer.add(memory_id, terms)
+    from memrouter.index.graph_store import write_graph  # only a changed memory needs it
+
+    write_graph(conn, memory_id, memory, new=row is None)
     return memory_id
 
 

@@ -158,8 +158,40 @@ CREATE INDEX sync_remote_name ON sync_remote(backend, name);
 """
 MIGRATIONS.append(Migration("0100_sync_state", _SYNC_STATE))
 
+# The knowledge graph (see memrouter.index.graph_extract): each memory's typed
+# references to keys, and the keys each memory answers to. An edge resolves to
+# a memory by joining its target on graph_keys, so a forward reference resolves
+# as soon as its target is indexed, without touching the referring memory.
+_GRAPH = """
+CREATE TABLE graph_edges (
+    id INTEGER PRIMARY KEY,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    target TEXT NOT NULL,
+    label TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    detail TEXT
+);
+CREATE INDEX graph_edges_memory ON graph_edges(memory_id);
+CREATE TABLE graph_keys (
+    key TEXT NOT NULL,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    label TEXT NOT NULL,
+    PRIMARY KEY (key, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX graph_keys_memory ON graph_keys(memory_id);
+-- Memories indexed before the graph existed are re-read by the next refresh.
+UPDATE memories SET mtime_ns = -1, hash = '';
+"""
+MIGRATIONS.append(Migration("0200_knowledge_graph", _GRAPH))
+# The graph is read whole into memory (memrouter.index.graph.GraphView): the
+# index on edge targets that 0200 once made only slowed every write.
+MIGRATIONS.append(Migration("0201_graph_edges_unindexed_targets", "DROP INDEX IF EXISTS graph_edges_target;"))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
-REQUIRED_TABLES = ("meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote")
+REQUIRED_TABLES = (
+    "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_edges", "graph_keys",
+)  # fmt: skip
 
 
 def schema_damaged(conn: sqlite3.Connection) -> bool:

@@ -1,0 +1,273 @@
+"""The knowledge graph, read: a per-generation view, traversal, and the graph retriever.
+
+A node is a memory row id (``int``) or an entity key (``str``, such as
+``adr:12``; see ``memrouter.index.graph_extract``). An edge written in memory
+M to key K links M to every memory holding K (other than M), or to the entity
+node K when none does; a memory is also reached from every edge that names
+one of its keys. The view is loaded once per index generation, so a warm
+traversal never touches SQLite.
+
+The retriever (``GraphIndex.search``) recognises keys in the query (mentions,
+names, aliases, normalised), seeds the memories holding them and the
+memories that reference them, then follows typed edges 1-2 hops with decay;
+a hub (a key named by many memories) spreads less.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from memrouter.index.fusion import Ranked
+from memrouter.index.graph_extract import key_label, query_keys
+from memrouter.index.lexical import filter_sql
+from memrouter.model import Filters, Relation
+
+__all__ = ["Edge", "GraphIndex", "GraphView", "Node", "Step"]
+
+Node = int | str
+# Each hop multiplies the score by this, times the edge type's weight.
+HOP_DECAY = 0.5
+TYPE_WEIGHTS = {"supersedes": 1.0, "superseded_by": 1.0, "depends_on": 1.0, "implements": 1.0, "links_to": 0.9,
+                "relates_to": 0.8, "names": 1.0, "mentions": 0.6, "about_code": 0.5}  # fmt: skip
+MAX_VISITED = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """An edge as written: in memory ``memory`` at ``line``, of ``type``, to key ``target``."""
+
+    memory: int
+    type: str
+    target: str
+    label: str
+    line: int
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One hop: from ``source`` to ``target`` along ``edge`` (``None``: the entity names the memory)."""
+
+    source: Node
+    target: Node
+    type: str
+    edge: Edge | None
+    forward: bool
+
+
+class GraphView:
+    """Every edge and key of one index generation, held in dictionaries."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.names: dict[int, str] = {}
+        self.ids: dict[str, int] = {}
+        self.validity: dict[int, tuple[str | None, str | None]] = {}
+        for row in conn.execute("SELECT id, name, valid_from, valid_until FROM memories"):
+            self.names[row[0]] = row[1]
+            self.ids[row[1]] = row[0]
+            self.validity[row[0]] = (row[2], row[3])
+        self.key_memories: dict[str, list[int]] = {}
+        self.memory_keys: dict[int, list[str]] = {}
+        self.key_labels: dict[str, str] = {}
+        for key, memory_id, label in conn.execute("SELECT key, memory_id, label FROM graph_keys"):
+            self.key_memories.setdefault(key, []).append(memory_id)
+            self.memory_keys.setdefault(memory_id, []).append(key)
+            self.key_labels.setdefault(key, label)
+        self.out: dict[int, list[Edge]] = {}
+        self.into: dict[str, list[Edge]] = {}
+        for row in conn.execute("SELECT memory_id, type, target, label, line, detail FROM graph_edges ORDER BY id"):
+            edge = Edge(*row)
+            self.out.setdefault(edge.memory, []).append(edge)
+            self.into.setdefault(edge.target, []).append(edge)
+
+    # -- nodes -------------------------------------------------------------
+    def knows(self, key: str) -> bool:
+        return key in self.key_memories or key in self.into
+
+    def label(self, node: Node) -> str:
+        if isinstance(node, int):
+            return self.names.get(node, str(node))
+        return self.key_labels.get(node) or next((e.label for e in self.into.get(node, ())), None) or key_label(node)
+
+    def kind(self, node: Node) -> str:
+        return "memory" if isinstance(node, int) else node.partition(":")[0]
+
+    def resolve(self, name: str) -> Node | None:
+        """The node ``name`` means: a memory name, else the first key it normalises to that the graph knows."""
+        if name in self.ids:
+            return self.ids[name]
+        direct = [name, "issue:" + name] if name.startswith("#") else [name]
+        for key in (*direct, *query_keys(name)):
+            if not self.knows(key):
+                continue
+            holders = self.key_memories.get(key, [])
+            return holders[0] if len(holders) == 1 else key
+        return None
+
+    def _valid(self, memory: int, as_of: str | None) -> bool:
+        if as_of is None:
+            return True
+        start, end = self.validity.get(memory, (None, None))
+        return (start is None or start[:10] <= as_of) and (end is None or as_of < end[:10])
+
+    # -- edges ---------------------------------------------------------------
+    def steps(self, node: Node, types: Iterable[str] | None = None, as_of: str | None = None) -> Iterator[Step]:
+        """The hops out of ``node``, both directions, ``types`` only when given."""
+        wanted = set(types) if types is not None else None
+        seen: set[tuple[Node, str, bool]] = set()
+
+        def allowed(kind: str, edge: Edge | None) -> bool:
+            return (wanted is None or kind in wanted) and (edge is None or self._valid(edge.memory, as_of))
+
+        if isinstance(node, int):
+            for edge in self.out.get(node, ()):
+                if not allowed(edge.type, edge):
+                    continue
+                targets: list[Node] = [m for m in self.key_memories.get(edge.target, ()) if m != node]
+                for target in targets or ([] if edge.target in self.key_memories else [edge.target]):
+                    if (target, edge.type, True) not in seen:
+                        seen.add((target, edge.type, True))
+                        yield Step(node, target, edge.type, edge, True)
+            keys = self.memory_keys.get(node, ())
+        else:
+            keys = [node]
+            for memory in self.key_memories.get(node, ()):
+                if allowed("names", None):
+                    yield Step(node, memory, "names", None, True)
+        for key in keys:
+            for edge in self.into.get(key, ()):
+                if edge.memory != node and allowed(edge.type, edge) and (edge.memory, edge.type, False) not in seen:
+                    seen.add((edge.memory, edge.type, False))
+                    yield Step(node, edge.memory, edge.type, edge, False)
+
+    def relation(self, step: Step) -> Relation:
+        """The public record of a hop, written in its edge's direction."""
+        source, target = (step.source, step.target) if step.forward else (step.target, step.source)
+        edge = step.edge
+        memory = edge.memory if edge is not None else target
+        valid = self.validity.get(memory, (None, None)) if isinstance(memory, int) else (None, None)
+        return Relation(
+            self.label(source), step.type, self.label(target), self.kind(target), self.label(memory),
+            edge.line if edge is not None else 0, edge.detail if edge is not None else None, valid[0], valid[1],
+        )  # fmt: skip
+
+    def walk(
+        self, start: Node, depth: int, types: Iterable[str] | None = None, as_of: str | None = None
+    ) -> dict[Node, tuple[Step, ...]]:
+        """Every node within ``depth`` hops of ``start`` (breadth first), with the hops that reach it."""
+        types = tuple(types) if types is not None else None
+        paths: dict[Node, tuple[Step, ...]] = {start: ()}
+        queue: deque[Node] = deque([start])
+        while queue and len(paths) < MAX_VISITED:
+            node = queue.popleft()
+            if len(paths[node]) >= depth:
+                continue
+            for step in self.steps(node, types, as_of):
+                if step.target not in paths:
+                    paths[step.target] = (*paths[node], step)
+                    queue.append(step.target)
+        del paths[start]
+        return paths
+
+    def shortest(self, source: Node, target: Node, max_depth: int = 6) -> tuple[Step, ...] | None:
+        """The fewest hops from ``source`` to ``target`` (``None`` if more than ``max_depth`` or none)."""
+        if source == target:
+            return ()
+        paths: dict[Node, tuple[Step, ...]] = {source: ()}
+        queue: deque[Node] = deque([source])
+        while queue and len(paths) < MAX_VISITED * 4:
+            node = queue.popleft()
+            if len(paths[node]) >= max_depth:
+                continue
+            for step in self.steps(node):
+                if step.target not in paths:
+                    paths[step.target] = (*paths[node], step)
+                    if step.target == target:
+                        return paths[step.target]
+                    queue.append(step.target)
+        return None
+
+    def describe(self, steps: tuple[Step, ...]) -> str:
+        """``ADR-012 -supersedes-> adr/adr-007-x`` (arrows point along each edge's direction)."""
+        if not steps:
+            return ""
+        parts = [self.label(steps[0].source)]
+        for step in steps:
+            parts.append(f"-{step.type}->" if step.forward else f"<-{step.type}-")
+            parts.append(self.label(step.target))
+        return " ".join(parts)
+
+
+class GraphIndex:
+    """The graph view of one index, reloaded when the index generation changes."""
+
+    def __init__(self) -> None:
+        self._generation: str | None = None
+        self._view: GraphView | None = None
+
+    def view(self, conn: sqlite3.Connection) -> GraphView:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else ""
+        if self._view is None or generation != self._generation:
+            self._view = GraphView(conn)
+            self._generation = generation
+        return self._view
+
+    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
+        """Memories reached from the entities ``query`` names, best first; ``detail`` shows the path."""
+        view = self.view(conn)
+        best: dict[int, tuple[float, tuple[Step, ...]]] = {}
+        seeds = [key for key in query_keys(query) if view.knows(key)]
+        if not seeds:
+            return []
+
+        def offer(memory: int, score: float, path: tuple[Step, ...]) -> None:
+            if score > best.get(memory, (0.0, ()))[0]:
+                best[memory] = (score, path)
+
+        for key in seeds[:20]:
+            for path in _paths(view, key):
+                if isinstance(path[-1].target, int):
+                    offer(path[-1].target, _score(view, path), path)
+        ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
+        if not filters.empty:
+            where, params = filter_sql(filters)
+            allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
+            ranked = [item for item in ranked if item[0] in allowed]
+        return [Ranked(mid, round(score, 6), "graph: " + view.describe(path)) for mid, (score, path) in ranked[:limit]]
+
+
+def _score(view: GraphView, path: tuple[Step, ...]) -> float:
+    """1 for a memory the query names; each hop multiplies by ``HOP_DECAY``, its type's weight and the hub damping."""
+    score = 1.0
+    for step in path:
+        if step.type == "names":
+            continue
+        key = step.edge.target if step.edge is not None else ""
+        fan = len(view.into.get(key, ())) + len(view.key_memories.get(key, ()))
+        score *= HOP_DECAY * TYPE_WEIGHTS.get(step.type, 0.7) / max(1.0, math.log2(1 + fan))
+    return score
+
+
+def _paths(view: GraphView, key: str, max_hops: int = 2, fan_out: int = 50) -> Iterator[tuple[Step, ...]]:
+    """Paths from entity ``key``: to the memories holding it (no hop), then up to ``max_hops`` typed hops on."""
+    frontier: list[tuple[Step, ...]] = [(step,) for step in view.steps(key)]
+    for hops in range(max_hops + 1):
+        yield from frontier
+        if hops == max_hops:
+            return
+        following: list[tuple[Step, ...]] = []
+        for path in frontier[:200]:
+            node = path[-1].target
+            if not isinstance(node, int):
+                continue
+            for count, step in enumerate(view.steps(node)):
+                if count >= fan_out:
+                    break
+                if step.target != path[0].source and all(step.target != s.target for s in path):
+                    following.append((*path, step))
+        frontier = following
