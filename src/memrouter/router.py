@@ -320,12 +320,11 @@ class Router:
         """
         from memrouter.store.compose import compose
 
-        given = name
-        name, text = compose(
+        composed, text = compose(
             content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
             source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
         )  # fmt: skip
-        name = self.lifecycle.place(given, name, channel, kind)
+        name = self.lifecycle.place(name, composed, channel, kind)
         if expected_hash is not None and not isinstance(expected_hash, str):
             raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
         with self._lock, self.store.lock(name):
@@ -410,6 +409,7 @@ class Router:
     def lifecycle(self) -> Lifecycle:
         """Sprints (start, status, close), routing, promotion and invalidation over this root."""
         from memrouter.channels import Lifecycle  # lazy: a search never needs it
+
         return Lifecycle(self.store, self._index, self._lock, self.clock)
 
     def promote(
