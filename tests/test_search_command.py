@@ -171,7 +171,8 @@ def test_the_console_script_searches_without_importing_click(memories: Path, tmp
     assert imported.isdisjoint(
         {
             "memrouter.index.dense", "memrouter.index.chunking", "memrouter.store.parse", "memrouter.store.markdown",
-            "memrouter.team", "memrouter.cli", "json", "typing", "threading",
+            "memrouter.team", "memrouter.cli", "json", "typing", "threading", "memrouter.channels",
+            "memrouter.store.sprints",
         }
     )  # fmt: skip
     helped = subprocess.run(

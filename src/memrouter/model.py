@@ -13,6 +13,7 @@ __all__ = [
     "KINDS",
     "MODES",
     "STATUSES",
+    "SEARCHED_CHANNELS",
     "KIND_CHANNEL",
     "Memory",
     "MemorySummary",
@@ -29,7 +30,9 @@ __all__ = [
 # The one list of each: the library, the CLI, the MCP server and the docs use these.
 MODES = ("hybrid", "lexical", "semantic")
 CHANNELS = ("long_term", "sprint", "team", "short_term")
-STATUSES = ("active", "obsolete", "pending_review")
+STATUSES = ("active", "obsolete", "pending_review", "archived")
+# The channels a search covers when none is named (team and short_term live elsewhere).
+SEARCHED_CHANNELS = ("long_term", "sprint")
 
 # The channel a kind implies when the memory names none.
 KIND_CHANNEL: dict[str, str] = {
@@ -191,9 +194,14 @@ class Hit:
     why: tuple[Match, ...] = ()
     kind: str | None = None
     content: str | None = None
+    validity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape of the search contract (README "Command line"), plus snippet and kind."""
+        """The JSON shape of the search contract (README "Command line"), plus snippet and kind.
+
+        ``validity`` (only when set) marks a hit that a default search leaves
+        out: ``superseded``, ``obsolete``, ``expired``, ``not_yet_valid`` or ``archived``.
+        """
         data: dict[str, Any] = {
             "name": self.name,
             "title": self.title,
@@ -208,6 +216,8 @@ class Hit:
         }
         if self.content is not None:
             data["content"] = self.content
+        if self.validity is not None:
+            data["validity"] = self.validity
         return data
 
 
@@ -224,10 +234,20 @@ class Filters:
     statuses: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
     prefix: str | None = None
+    # In effect at this time (UTC ISO text): leaves out what is superseded, obsolete, expired or not yet valid.
+    now: str | None = None
+    archived: bool = True  # False leaves out archived memories
+    records: bool = True  # False leaves out sprint records (sprints/<id>/_sprint)
 
     @property
     def empty(self) -> bool:
+        """No restriction on what a memory is (its validity aside)."""
         return not (self.channels or self.kinds or self.scopes or self.statuses or self.tags or self.prefix)
+
+    @property
+    def restricts(self) -> bool:
+        """Any restriction at all, validity included."""
+        return not self.empty or self.now is not None or not self.archived or not self.records
 
 
 @dataclass(frozen=True, slots=True)

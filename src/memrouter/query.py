@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import replace
 
 from memrouter.errors import InvalidInput
-from memrouter.model import CHANNELS, STATUSES, Filters
+from memrouter.model import CHANNELS, SEARCHED_CHANNELS, STATUSES, Filters
 from memrouter.store.names import MAX_NAME_LENGTH
 
 __all__ = [
@@ -17,7 +19,9 @@ __all__ = [
     "check_limit",
     "check_query",
     "check_text",
+    "iso_time",
     "make_filters",
+    "search_filters",
 ]
 
 MAX_QUERY_LENGTH = 1000
@@ -112,4 +116,25 @@ def make_filters(
         statuses=_values("status", statuses, STATUSES),
         tags=_values("tag", tags, None),
         prefix=prefix,
+    )
+
+
+def iso_time(seconds: float) -> str:
+    """UTC ISO text to the second (``2026-01-05T09:30:00Z``): how validity times are compared."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def search_filters(asked: Filters, now: float, *, history: bool = False, archived: bool = False) -> Filters:
+    """What a search applies: the caller's filters, the searched channels, and validity at ``now``.
+
+    Without ``history`` only what is in effect at ``now`` is searched; without
+    ``archived`` archived memories are left out (asking for those statuses
+    asks for them too); sprint records are never results.
+    """
+    return replace(
+        asked,
+        channels=asked.channels or SEARCHED_CHANNELS,
+        now=None if history or "obsolete" in asked.statuses else iso_time(now),
+        archived=archived or "archived" in asked.statuses,
+        records=False,
     )

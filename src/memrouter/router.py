@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
@@ -26,18 +27,18 @@ from memrouter.index.lexical import snippet
 from memrouter.index.refresh import Progress, RefreshReport
 from memrouter.lazylog import LazyLogger
 from memrouter.model import MODES, Filters, Hit, Memory, MemorySummary
-from memrouter.query import check_limit, check_query, make_filters
+from memrouter.query import check_limit, check_query, make_filters, search_filters
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
+    from memrouter.channels import Lifecycle, Promotion
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
-    from memrouter.index.fusion import Fused
     from memrouter.sync.validate import FreshnessReport
     from memrouter.team import Team
 
@@ -58,8 +59,9 @@ class Router(GraphQueries):
     processes may open the same root at once.
     """
 
-    def __init__(self, config: Config, *, watch: bool = True) -> None:
+    def __init__(self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None) -> None:
         self.config = config
+        self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
@@ -80,13 +82,14 @@ class Router(GraphQueries):
         *,
         config: Config | None = None,
         watch: bool = True,
+        clock: Callable[[], float] | None = None,
     ) -> Router:
         """Open the router for ``root`` (or the project found from the working directory).
 
         ``watch`` lets a long-lived router notice file changes through the
         operating system instead of scanning (a one-shot command needs neither).
         """
-        return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch)
+        return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch, clock=clock)
 
     def team(self) -> Team:
         """The team channel of this project (``<index_dir>/team.sqlite``), opened on first use."""
@@ -172,6 +175,8 @@ class Router(GraphQueries):
         prefix: str | None = None,
         content: bool = False,
         origin: str | None = None,
+        include_history: bool = False,
+        include_archived: bool = False,
     ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
@@ -180,13 +185,14 @@ class Router(GraphQueries):
         the canonical results, then what healthy external backends add
         (never failing when one is down); ``"canonical"`` only the files; a
         backend's name only that backend (``BackendUnavailable`` if it is down).
-        Each hit's ``source`` says where it came from.
+        Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
+        ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.channels``).
         """
         query = check_query(query)
         limit = check_limit(self.config.search.limit if limit is None else limit)
-        filters = make_filters(
-            channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
-        )
+        asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
+        now = self.clock()
+        filters = search_filters(asked, now, history=include_history, archived=include_archived)
         mode = self.effective_mode(mode)
         if origin is not None and origin != CANONICAL:
             return self._external.search_one(origin, query, limit, content)
@@ -195,10 +201,11 @@ class Router(GraphQueries):
             self._index.ensure_fresh()
             if mode != "lexical":
                 self._index.ensure_embedded()
-            return self._search_canonical(query, limit, mode, filters, content)
+            found = self._search_canonical(query, limit, mode, filters, content)
+            return self.lifecycle.mark(self._conn, found, now) if filters.now is None or filters.archived else found
 
         hits = self._index.indexed(canonical)
-        if origin == CANONICAL or not self.config.backends or not filters.empty:
+        if origin == CANONICAL or not self.config.backends or not asked.empty:
             return hits
         return self._external.augment(query, limit, hits, content)
 
@@ -226,7 +233,7 @@ class Router(GraphQueries):
                     channel=row["channel"],
                     path=row["path"],
                     hash=row["hash"],
-                    snippet=snippet(row["body"], query, at=_dense_only_offset(item)),
+                    snippet=snippet(row["body"], query, at=item.snippet_offset),
                     why=item.why,
                     kind=row["kind"],
                     content=self._content_of(row["name"]) if content else None,
@@ -247,12 +254,7 @@ class Router(GraphQueries):
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
-
-        def measure() -> dict[str, Any]:
-            self._index.ensure_fresh()
-            return self._index.dense.measure_recall(self._conn, k=k, samples=samples)
-
-        return self._index.indexed(measure)
+        return self._index.measure_recall(k=k, samples=samples)
 
     def _content_of(self, name: str) -> str | None:
         try:
@@ -311,14 +313,16 @@ class Router(GraphQueries):
         ``content`` is kept as written. Without ``name``, one is made from the
         title or the first heading. ``expected_hash`` (``""`` for "must not
         exist") refuses to overwrite a concurrent change: the check and the
-        write are one step, however many processes write.
+        write are one step, however many processes write. ``channel`` or ``kind`` may move an
+        unqualified name into the open sprint (``memrouter.channels.Lifecycle.place``).
         """
         from memrouter.store.compose import compose
 
-        name, text = compose(
+        composed, text = compose(
             content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
             source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
         )  # fmt: skip
+        name = self.lifecycle.place(name, composed, channel, kind)
         if expected_hash is not None and not isinstance(expected_hash, str):
             raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
         with self._lock, self.store.lock(name):
@@ -398,18 +402,37 @@ class Router(GraphQueries):
             result = self.store.read(moved.memory.name) if moved.memory.name in rewritten else moved.memory
         return result, tuple(rewritten)
 
+    # -- channels and time (memrouter.channels) -------------------------------
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """Sprints (start, status, close), routing, promotion and invalidation over this root."""
+        from memrouter.channels import Lifecycle  # lazy: a search never needs it
+
+        return Lifecycle(self.store, self._index, self._lock, self.clock)
+
+    def promote(
+        self, name: str, to: str = "long_term", reason: str = "", *, target: str | None = None, merge: bool = False
+    ) -> Promotion:
+        """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``."""
+        return self.lifecycle.promote(name, to=to, reason=reason, target=target, merge=merge)
+
+    def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
+        """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
+        return self.lifecycle.invalidate(name, reason, superseded_by)
+
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
         index = self._index.status()
-        warnings = index.pop("warnings") + [
-            f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys
-        ]
+        sprint, sprint_warnings = self.lifecycle.status()
+        warnings = index.pop("warnings") + sprint_warnings
+        warnings += [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
         return {
             "root": str(self.config.root),
             "project": str(self.config.project_dir) if self.config.project_dir else None,
             "readonly": self.store.readonly,
             **index,
+            "sprint": sprint,
             "warnings": warnings,
             "config": self.config.summary(),
             "backends": self.backend_status(),
@@ -473,10 +496,3 @@ class Router(GraphQueries):
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
         current = self._current_hashes()
         return self._index.indexed(lambda: self._external.validate(current, backend=backend, check_remote=check_remote))
-
-
-def _dense_only_offset(item: Fused) -> int | None:
-    """Where a hit found by meaning alone matched (its best chunk), for its snippet."""
-    if item.offset is None or any(match.retriever == "lexical" for match in item.why):
-        return None
-    return item.offset

@@ -44,6 +44,7 @@ _MULTIPLE_OPTIONS = {
     "--status": "statuses",
     "--tag": "tags",
 }
+_FLAGS = {"--content": "content", "--history": "include_history", "--include-archived": "include_archived"}
 _GROUP_OPTIONS = {"--root": "root", "--index-dir": "index_dir"}
 
 
@@ -65,6 +66,8 @@ class SearchRequest:
     content: bool = False
     origin: str | None = None
     fmt: str = "text"
+    include_history: bool = False
+    include_archived: bool = False
 
 
 def run_search(request: SearchRequest) -> int:
@@ -87,6 +90,7 @@ def run_search(request: SearchRequest) -> int:
                 request.query, limit=request.limit, mode=request.mode, channels=request.channels,
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
                 prefix=request.prefix, content=request.content, origin=request.origin,
+                include_history=request.include_history, include_archived=request.include_archived,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
             mode = router.effective_mode(request.mode)
@@ -114,7 +118,8 @@ def format_hits(hits: Sequence[Any]) -> str:
     lines = []
     for rank, hit in enumerate(hits, 1):
         origin = "" if hit.source == "canonical" else f" [{hit.source}]"
-        lines.append(f"{rank:>2}. {hit.name}{origin}  ({hit.score:.3f})  {hit.title}")
+        marked = f" [{hit.validity}]" if getattr(hit, "validity", None) else ""
+        lines.append(f"{rank:>2}. {hit.name}{origin}{marked}  ({hit.score:.3f})  {hit.title}")
         if hit.snippet:
             lines.append(f"    {hit.snippet}")
     return "\n".join(lines)
@@ -146,8 +151,8 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
     position += 1
     while position < len(args):
         arg = args[position]
-        if arg == "--content":
-            fields["content"] = True
+        if arg in _FLAGS:
+            fields[_FLAGS[arg]] = True
             position += 1
         elif arg.startswith("-") and arg != "-":
             taken = _take_option(args, position)

@@ -82,13 +82,12 @@ async def test_get_save_status(project_root: Path, tmp_path: Path, connect: Any)
         assert found.structured_content["results"][0]["name"] == "linting"
 
         named = await call(
-            client,
-            "save_memory",
-            content="# Deploys\n\nFridays are frozen.\n",
-            memory_name="ops/deploys",
-            channel="team",
-        )
-        assert named.structured_content["channel"] == "team"
+            client, "save_memory", content="# Deploys\n\nFridays are frozen.\n", memory_name="ops/deploys",
+            channel="long_term",
+        )  # fmt: skip
+        assert named.structured_content["name"] == "ops/deploys"
+        refused = await fail(client, "save_memory", content="# Deploys\n", memory_name="ops/team", channel="team")
+        assert "memrouter team" in refused and not (project_root / "ops/team.md").exists()
 
         status = (await call(client, "memory_status")).structured_content
         assert status["memories"]["total"] == len(list(project_root.rglob("*.md")))
@@ -360,3 +359,23 @@ async def test_tool_enums_are_the_library_lists(project_root: Path, tmp_path: Pa
         tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
     assert tools["search_memory"]["properties"]["mode"]["enum"] == list(MODES)
     assert tools["save_memory"]["properties"]["channel"]["enum"] == list(CHANNELS)
+
+
+async def test_promote_invalidate_and_sprint_status(project_root: Path, tmp_path: Path, connect: Any) -> None:
+    async with connect(project_root, tmp_path / "index") as client:
+        assert (await call(client, "sprint_status")).structured_content["current"] is None
+        assert "not found" in await fail(client, "promote_memory", memory_name="sprints/x/nope", reason="r")
+        promoted = await call(
+            client, "promote_memory", memory_name="sprints/2026-w47/research-caching", reason="settled"
+        )
+        assert promoted.structured_content["target"] == "research-caching"
+        assert "already promoted" in await fail(
+            client, "promote_memory", memory_name="sprints/2026-w47/research-caching", reason="again"
+        )
+        gone = await call(client, "invalidate_memory", memory_name="ci/flaky-tests", reason="fixed")
+        assert gone.structured_content["status"] == "obsolete"
+        default = await call(client, "search_memory", query="flaky tests", mode="lexical")
+        assert "ci/flaky-tests" not in [h["name"] for h in default.structured_content["results"]]
+        history = await call(client, "search_memory", query="flaky tests", mode="lexical", include_history=True)
+        marked = {h["name"]: h.get("validity") for h in history.structured_content["results"]}
+        assert marked["ci/flaky-tests"] == "obsolete"

@@ -90,6 +90,8 @@ class _progress_bar:
 @click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
 @click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
 @click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
+@click.option("--history", is_flag=True, help="Also superseded, obsolete and expired memories, marked.")
+@click.option("--include-archived", is_flag=True, help="Also archived sprint memories, marked, after the others.")
 @click.option(
     "--origin",
     default=None,
@@ -110,17 +112,23 @@ def search(
     tag: tuple[str, ...],
     prefix: str | None,
     content: bool,
+    history: bool,
+    include_archived: bool,
     origin: str | None,
     source_alias: str | None,
     fmt: str,
 ) -> None:
-    """Find the memories that best match QUERY."""
+    """Find the memories that best match QUERY.
+
+    Without --channel the long-term and sprint channels are searched, and
+    only what is in effect now.
+    """
     from memrouter.search_command import SearchRequest, run_search
 
     request = SearchRequest(
         query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
         kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
-        origin=origin or source_alias, fmt=fmt,
+        origin=origin or source_alias, fmt=fmt, include_history=history, include_archived=include_archived,
     )  # fmt: skip
     code = run_search(request)
     if code:
@@ -246,6 +254,11 @@ def status(state: State, fmt: str) -> None:
             + ")",
             f"memories: {mem['total']} (" + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v) + ")",
         ]
+        current = data["sprint"]["current"]
+        if current:
+            lines.append(
+                f"sprint:   {current['id']} ({current['start']} to {current['end']}, {current['memories']} memories)"
+            )
         if data["problems"]:
             lines.append(f"problems: {len(data['problems'])}")
             lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]

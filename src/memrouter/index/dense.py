@@ -277,7 +277,7 @@ class DenseIndex:
             return []
         vector = self.embed_query(query)
         allowed = None
-        if not filters.empty:
+        if filters.restricts:
             where, params = filter_sql(filters)
             ids = np.fromiter(
                 (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64

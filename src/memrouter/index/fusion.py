@@ -38,6 +38,13 @@ class Fused:
     why: tuple[Match, ...]
     offset: int | None = None
 
+    @property
+    def snippet_offset(self) -> int | None:
+        """Where a hit found by meaning alone matched (its best chunk), for its snippet."""
+        if self.offset is None or any(match.retriever == "lexical" for match in self.why):
+            return None
+        return self.offset
+
 
 def reciprocal_rank_fusion(
     lists: Mapping[str, Sequence[Ranked]], weights: Mapping[str, float], k: int = 60, limit: int | None = None

@@ -247,6 +247,15 @@ class IndexKeeper:
             self.dense.embed_pending(self.conn)
             self._dense_checked = generation
 
+    def measure_recall(self, *, k: int, samples: int) -> dict[str, Any]:
+        """HNSW recall@k against exact search over this index's vectors."""
+
+        def measure() -> dict[str, Any]:
+            self.ensure_fresh()
+            return self.dense.measure_recall(self.conn, k=k, samples=samples)
+
+        return self.indexed(measure)
+
     # -- after a write -----------------------------------------------------------
     def index_written(self, written: Written) -> None:
         """Index a memory just written; if the index cannot take it now, the file still stands."""

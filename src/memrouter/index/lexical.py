@@ -82,6 +82,21 @@ def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[object]]:
     if filters.prefix:
         clauses.append(f"substr({alias}.name, 1, ?) = ?")
         params.extend([len(filters.prefix), filters.prefix])
+    if filters.now is not None:
+        # Times are compared as UTC ISO text (a date is its midnight); a memory that another's
+        # ``supersedes`` names is retired even when its own file does not say so.
+        clauses.append(
+            f"{alias}.status != 'obsolete' AND {alias}.superseded_by IS NULL"
+            f" AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
+            f" AND ({alias}.expires IS NULL OR {alias}.expires > ?)"
+            f" AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= ?)"
+            f" AND {alias}.name NOT IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL)"
+        )
+        params.extend([filters.now] * 3)
+    if not filters.archived:
+        clauses.append(f"{alias}.status != 'archived'")
+    if not filters.records:
+        clauses.append(f"{alias}.name NOT GLOB 'sprints/*/_sprint'")
     return "".join(f" AND {clause}" for clause in clauses), params
 
 
@@ -150,7 +165,7 @@ class LexicalIndex:
             for memory_id, value in part.items():
                 scores[memory_id] = get(memory_id, 0.0) + value
         candidates: Iterable[tuple[int, float]] = scores.items()
-        if not filters.empty:
+        if filters.restricts:
             where, params = filter_sql(filters)
             allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
             candidates = [item for item in candidates if item[0] in allowed]

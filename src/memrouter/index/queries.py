@@ -11,7 +11,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["counts", "current_hashes", "generation", "hit_rows", "problems", "summaries", "synced_count"]
+__all__ = [
+    "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
+    "validity_rows",
+]  # fmt: skip
 
 
 def generation(conn: sqlite3.Connection) -> str:
@@ -108,3 +111,29 @@ def record_file_problems(conn: sqlite3.Connection, unreadable: dict[str, str]) -
         "INSERT INTO meta (key, value) VALUES ('file_problems', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (json.dumps(unreadable),),
     )
+
+
+def validity_rows(conn: sqlite3.Connection, names: list[str]) -> dict[str, sqlite3.Row]:
+    """What decides whether each named memory is in effect, with ``linked`` set when another supersedes it."""
+    if not names:
+        return {}
+    marks = ", ".join("?" * len(names))
+    cursor = conn.execute(
+        "SELECT name, status, superseded_by, valid_from, valid_until, expires, "
+        "name IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL) AS linked "
+        f"FROM memories WHERE name IN ({marks})",
+        names,
+    )
+    return {row["name"]: row for row in cursor}
+
+
+def long_term_twins(conn: sqlite3.Connection, file_hash: str, body: str, title: str) -> tuple[str, str] | None:
+    """A long-term memory with this file hash, this body or this title (case aside), and how it matches."""
+    row = conn.execute(
+        "SELECT name, hash = ? OR body = ? AS same FROM memories WHERE channel = 'long_term' "
+        "AND (hash = ? OR body = ? OR lower(title) = lower(?)) ORDER BY same DESC, name LIMIT 1",
+        (file_hash, body, file_hash, body, title),
+    ).fetchone()
+    if row is None:
+        return None
+    return str(row["name"]), "has the same content" if row["same"] else f"has the same title ({title!r})"

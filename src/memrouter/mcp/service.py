@@ -65,10 +65,13 @@ class MemoryService:
         channels: list[str] | None = None,
         kinds: list[str] | None = None,
         tags: list[str] | None = None,
+        include_history: bool = False,
+        include_archived: bool = False,
     ) -> dict[str, Any]:
         """The best memories for ``query``: name, title, score, snippet and why each matched.
 
-        ``limit`` and ``mode`` default to the project's configuration.
+        ``limit`` and ``mode`` default to the project's configuration; the
+        flags bring back, marked in ``validity``, what a default search leaves out.
         """
         mode = self.router.effective_mode(mode)
         hits = self.router.search(
@@ -78,6 +81,8 @@ class MemoryService:
             channels=_filter_values("channels", channels),
             kinds=_filter_values("kinds", kinds),
             tags=_filter_values("tags", tags),
+            include_history=include_history is True,
+            include_archived=include_archived is True,
         )
         results = []
         for hit in hits:
@@ -129,6 +134,24 @@ class MemoryService:
             "task_context": self.tasks.path.exists(),
         }
         return data
+
+    # -- channels and time -------------------------------------------------------
+    def promote(self, memory_name: str, reason: str, target: str | None = None, merge: bool = False) -> dict[str, Any]:
+        """Promote a sprint memory to long-term (``Router.promote``)."""
+        _, name = self._split(memory_name, project_only=True)
+        return self.router.promote(name, reason=reason, target=target, merge=merge is True).to_dict()
+
+    def invalidate(self, memory_name: str, reason: str, superseded_by: str | None = None) -> dict[str, Any]:
+        """Mark a memory obsolete with the reason (``Router.invalidate``)."""
+        _, name = self._split(memory_name, project_only=True)
+        data = self.router.invalidate(name, reason, superseded_by).to_dict(content=False)
+        data.pop("path", None)
+        return _compact(data)
+
+    def sprint_status(self) -> dict[str, Any]:
+        """The open sprint (dates, goal, memory count) and its warnings."""
+        data, warnings = self.router.lifecycle.status()
+        return data | {"warnings": warnings}
 
     # -- Serena's memory tools --------------------------------------------------
     def write_memory(self, memory_name: str, content: str, max_chars: int = -1) -> str:

@@ -289,19 +289,20 @@ class MemoryStore:
         if self.readonly:
             raise InvalidInput(f"the memories root {self.root} is read-only")
 
-    def write(self, name: str, text: str, *, expected_hash: str | None = None) -> Written:
+    def write(self, name: str, text: str, *, expected_hash: str | None = None, record: bool = False) -> Written:
         """Atomically write ``text`` as memory ``name`` (a new, strictly valid name or an existing file).
 
         ``expected_hash`` is the hash the caller last read, or ``""`` to
         require that the memory does not exist yet; the check and the rename
-        happen under the memory's lock.
+        happen under the memory's lock. ``record`` admits a reserved name
+        outside the strict alphabet (a sprint's ``_sprint`` record).
         """
         self._check_writable()
         from memrouter.store.compose import check_content
 
         check_content(text)
         data = text.encode("utf-8")
-        path = self._path_for_write(name)
+        path = path_for_name(self.root, name, strict=False) if record else self._path_for_write(name)
         name = name_for_path(self.root, path)
         with self.lock(name):
             if expected_hash is not None:
