@@ -202,3 +202,17 @@ def test_six_processes_starting_on_a_new_project(tmp_path: Path) -> None:
         with Router.open(root=root, index_dir=project / ".memrouter", watch=False) as router:
             assert {item.name for item in router.list()} == {"seed", *(f"n{n}" for n in range(6))}
         assert not list((project / ".memrouter").glob("index.sqlite.corrupt-*"))
+
+
+def test_two_processes_opening_a_sprint_at_once_open_one(tmp_path: Path) -> None:
+    for attempt in range(3):
+        project, root = make_project(tmp_path / f"run-{attempt}")
+        rivals = [
+            subprocess.Popen([*MEMROUTER, "sprint", "start", f"s{n}"], cwd=project, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+            for n in (1, 2)
+        ]  # fmt: skip
+        results = [p.communicate(timeout=120) for p in rivals]
+        codes = sorted(p.returncode for p in rivals)
+        assert codes[0] == 0 and codes[1] != 0, results
+        assert len(list((root / "sprints").glob("*/_sprint.md"))) == 1
