@@ -118,6 +118,15 @@ class Lifecycle:
         return sorted(marked, key=lambda hit: hit.validity is not None)  # stable: scores order each group
 
     # -- routing -------------------------------------------------------------
+    def holding(self, name: str) -> Any:
+        """The sprint lifecycle lock while a memory goes into ``sprints/`` (so no close runs meanwhile), else nothing.
+
+        Taken before the memory's own lock, in the order ``close`` takes them.
+        """
+        from contextlib import nullcontext
+
+        return self.store.lock(LIFECYCLE_LOCK) if sprint_of(name) is not None else nullcontext()
+
     def place(self, given: str | None, composed: str, channel: str | None, kind: str | None) -> str:
         """The name a save writes: ``composed`` as made from the request, moved into the sprint if it goes there."""
         if given is not None and channel is None and kind is None:

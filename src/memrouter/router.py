@@ -18,7 +18,7 @@ from _thread import RLock  # threading.RLock is this type; importing threading c
 from pathlib import Path
 
 from memrouter.config import Config
-from memrouter.errors import InvalidInput, NotFound
+from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.graph_api import GraphQueries
 from memrouter.index import queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
@@ -322,11 +322,13 @@ class Router(GraphQueries):
             content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
             source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
         )  # fmt: skip
-        name = self.lifecycle.place(name, composed, channel, kind)
+        placed = self.lifecycle.place(name, composed, channel, kind)
         if expected_hash is not None and not isinstance(expected_hash, str):
             raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
-        with self._lock, self.store.lock(name):
-            written = self.store.write(name, text, expected_hash=expected_hash)
+        with self._lock, self.lifecycle.holding(placed), self.store.lock(placed):
+            if self.lifecycle.place(name, composed, channel, kind) != placed:  # a sprint opened or closed meanwhile
+                raise Conflict(f"the open sprint changed while {placed!r} was saved; save it again")
+            written = self.store.write(placed, text, expected_hash=expected_hash)
             self._index.index_written(written)
         return written.memory
 

@@ -216,3 +216,32 @@ def test_two_processes_opening_a_sprint_at_once_open_one(tmp_path: Path) -> None
         codes = sorted(p.returncode for p in rivals)
         assert codes[0] == 0 and codes[1] != 0, results
         assert len(list((root / "sprints").glob("*/_sprint.md"))) == 1
+
+
+def test_a_sprint_closing_while_others_save_into_it_leaves_nothing_behind(tmp_path: Path) -> None:
+    project, root = make_project(tmp_path)
+    subprocess.run([*MEMROUTER, "sprint", "start", "s1"], cwd=project, check=True, capture_output=True)
+    saver = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys\nfrom memrouter import Router\nfrom memrouter.errors import InvalidInput\n"
+            "with Router.open(root=sys.argv[1], index_dir=sys.argv[2], watch=False) as router:\n"
+            "    for n in range(60):\n"
+            "        try:\n"
+            "            router.save(f'# Note {n}\\n\\nfinding {n}\\n', kind='research')\n"
+            "        except InvalidInput:\n"
+            "            print('closed', n, flush=True)\n"
+        ), str(root), str(project / ".memrouter")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(0.3)
+    closed = subprocess.run(
+        [*MEMROUTER, "sprint", "close", "--archive-rest"], cwd=project, capture_output=True, text=True
+    )
+    out, _ = saver.communicate(timeout=120)
+    assert closed.returncode == 0, closed.stderr
+    assert saver.returncode == 0
+    with Router.open(root=root, index_dir=project / ".memrouter", watch=False) as router:
+        left = [
+            item.name for item in router.list("sprints/s1/") if item.status != "archived" and "_sprint" not in item.name
+        ]
+    assert left == []  # every note saved before the close is archived; after it, saves are refused
