@@ -20,6 +20,7 @@ from pathlib import Path
 from memrouter.config import Config
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.graph_api import GraphQueries
+from memrouter.history import HistoryQueries
 from memrouter.index import queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
@@ -51,12 +52,11 @@ CANONICAL = "canonical"
 CANDIDATE_POOL = 50
 
 
-class Router(GraphQueries):
+class Router(GraphQueries, HistoryQueries):
     """Search and manage memories for one memories root.
 
-    Open one with ``Router.open(root=..., index_dir=...)``; it holds one index
-    connection and is safe to share between threads, and any number of
-    processes may open the same root at once.
+    Open one with ``Router.open(root=..., index_dir=...)``; it is safe to share
+    between threads, and any number of processes may open the same root at once.
     """
 
     def __init__(self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None) -> None:
@@ -262,9 +262,9 @@ class Router(GraphQueries):
         except (NotFound, InvalidInput):
             return None
 
-    def get(self, name: str) -> Memory:
-        """The memory ``name``, read from its file (``NotFound`` if there is none)."""
-        return self.store.read(name)
+    def get(self, name: str, as_of: str | None = None) -> Memory:
+        """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``)."""
+        return self.store.read(name) if as_of is None else self.get_as_of(name, as_of)[0]
 
     def list(
         self,

@@ -137,12 +137,13 @@ def search(
 
 @click.command()
 @click.argument("name")
+@click.option("--as-of", default=None, help="As committed at this date (2026-01-05) or commit.")
 @FORMAT
 @pass_state
 @handle_errors
-def get(state: State, name: str, fmt: str) -> None:
+def get(state: State, name: str, as_of: str | None, fmt: str) -> None:
     """Print the memory NAME (the file as stored; JSON adds its fields)."""
-    memory = state.router().get(name)
+    memory = state.router().get(name, as_of=as_of)
     if fmt == "json":
         emit(fmt, memory.to_dict(), str)
     else:
@@ -271,3 +272,21 @@ def status(state: State, fmt: str) -> None:
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--limit", "-n", type=click.IntRange(1, 200), default=20, show_default=True)
+@FORMAT
+@pass_state
+@handle_errors
+def history(state: State, name: str, limit: int, fmt: str) -> None:
+    """List the committed versions of memory NAME (renames followed), newest first."""
+    found = state.router().history(name, limit)
+
+    def text() -> str:
+        if not found:
+            return f"{name}: no committed version"
+        return "\n".join(f"{v.short}  {v.date[:10]}  {v.change}  {v.author}  {v.subject}  ({v.path})" for v in found)
+
+    emit(fmt, {"name": name, "versions": [v.to_dict() for v in found]}, text)

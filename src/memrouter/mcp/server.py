@@ -40,7 +40,7 @@ INSTRUCTIONS = (
 )
 MEMROUTER_TOOLS = (
     "search_memory", "get_memory", "save_memory", "memory_status", "promote_memory", "invalidate_memory",
-    "sprint_status",
+    "sprint_status", "memory_history",
 )  # fmt: skip
 GRAPH_TOOLS = ("get_entity", "related_memories", "graph_path")
 SERENA_TOOLS = ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory")
@@ -182,9 +182,14 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         return await anyio.to_thread.run_sync(body)  # may load the embedding model first
 
     @tool(_READ, structured=False)
-    def get_memory(memory_name: str) -> CallToolResult:
-        """Read one memory: its fields and its full text in `content`."""
-        return _run(lambda: service.get(memory_name))
+    def get_memory(memory_name: str, as_of: str | None = None) -> CallToolResult:
+        """Read one memory: its fields and its full text in `content`; as_of (a date or commit) reads it as committed then."""
+        return _run(lambda: service.get(memory_name, as_of))
+
+    @tool(_READ, structured=False)
+    def memory_history(memory_name: str, limit: int = 20) -> CallToolResult:
+        """The committed versions of a memory (commit, date, author, subject), newest first."""
+        return _run(lambda: service.history(memory_name, limit))
 
     @tool(_WRITE, structured=False)
     def save_memory(

@@ -94,15 +94,24 @@ class MemoryService:
         retrievers = sorted({m.retriever for hit in hits for m in hit.why})
         return {"query": query, "mode": mode, "retrievers": retrievers, "results": results}
 
-    def get(self, memory_name: str) -> dict[str, Any]:
-        """One memory: its fields and, under ``content``, the file text as stored."""
+    def get(self, memory_name: str, as_of: str | None = None) -> dict[str, Any]:
+        """One memory: its fields and, under ``content``, the file text as stored (or as committed at ``as_of``)."""
         scope, name = self._split(memory_name)
-        memory = scope.read(name) if scope is not None else self.router.get(name)
+        if scope is not None and as_of is not None:
+            raise InvalidInput("global memories have no history here")
+        memory = scope.read(name) if scope is not None else self.router.get(name, as_of=as_of)
         data = memory.to_dict()
         data.pop("path", None)
         if scope is not None:
             data["name"] = f"{GLOBAL_TOPIC}/{memory.name}"
         return _compact(data, keep=("content",))
+
+    def history(self, memory_name: str, limit: int = 20) -> dict[str, Any]:
+        """The committed versions of a project memory, newest first."""
+        scope, name = self._split(memory_name)
+        if scope is not None:
+            raise InvalidInput("global memories have no history here")
+        return {"name": name, "versions": [v.to_dict() for v in self.router.history(name, limit)]}
 
     def save(
         self,

@@ -74,6 +74,10 @@ class GitSession:
             raise GitError(f"git {args[0]} failed: {message}")
         return result
 
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``git *args`` here, read-only by convention (``GitError`` on failure when ``check``)."""
+        return self._git(*args, check=check)
+
     @property
     def toplevel(self) -> Path:
         """The repository's top folder (``GitError`` outside a repository)."""

@@ -1,0 +1,84 @@
+"""A memory's committed versions, and a memory as it was at a date or commit (git record time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memrouter import Router
+from memrouter.errors import InvalidInput, NotFound
+
+
+def commit(project: Path, message: str, date: str) -> None:
+    env = {
+        **os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+    }  # fmt: skip
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=project, check=True, env=env)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A decision that changed three times, then was renamed, with controlled commit dates."""
+    project = tmp_path / "project"
+    root = project / ".serena" / "memories"
+    (root / "decisions").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    (project / ".gitignore").write_text(".memrouter/\n")
+    for version, (text, date) in enumerate(
+        [
+            ("# Database\n\nWe use MySQL.\n", "2026-01-05T10:00:00+00:00"),
+            ("# Database\n\nWe use PostgreSQL 15.\n", "2026-02-10T10:00:00+00:00"),
+            ("# Database\n\nWe use PostgreSQL 16.\n", "2026-03-20T10:00:00+00:00"),
+        ],
+        1,
+    ):
+        (root / "decisions" / "database.md").write_text(text)
+        commit(project, f"database decision v{version}", date)
+    (root / "decisions" / "database.md").rename(root / "decisions" / "datastore.md")
+    commit(project, "rename the decision", "2026-04-01T10:00:00+00:00")
+    return project
+
+
+def test_history_lists_every_version_across_a_rename(project: Path) -> None:
+    with Router.open(root=project / ".serena" / "memories", watch=False) as router:
+        found = router.history("decisions/datastore")
+    assert [v.subject for v in found] == [
+        "rename the decision", "database decision v3", "database decision v2", "database decision v1",
+    ]  # fmt: skip
+    assert [v.change for v in found] == ["R", "M", "M", "A"]
+    assert found[1].path == ".serena/memories/decisions/database.md" and found[0].date.startswith("2026-04-01")
+
+
+def test_get_as_of_a_date_or_a_commit(project: Path) -> None:
+    with Router.open(root=project / ".serena" / "memories", watch=False) as router:
+        assert "MySQL" in router.get("decisions/datastore", as_of="2026-01-31").text
+        assert "PostgreSQL 15" in router.get("decisions/datastore", as_of="2026-02-10").text
+        assert "PostgreSQL 16" in router.get("decisions/datastore", as_of="2026-03-25T12:00").text
+        v2 = router.history("decisions/datastore")[2]
+        memory, version = router.get_as_of("decisions/datastore", v2.short)
+        assert "PostgreSQL 15" in memory.text and version.commit == v2.commit
+        with pytest.raises(NotFound):
+            router.get("decisions/datastore", as_of="2025-12-31")
+        for bad in ("--output=/tmp/x", "yesterday; rm -rf /", "not-a-commit-or-date", ""):
+            with pytest.raises(InvalidInput):
+                router.get("decisions/datastore", as_of=bad)
+
+
+def test_cli_history_and_get_as_of(project: Path) -> None:
+    memrouter = [sys.executable, "-m", "memrouter"]
+    done = subprocess.run([*memrouter, "history", "decisions/datastore", "--format", "json"], cwd=project,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert len(json.loads(done.stdout)["versions"]) == 4
+    old = subprocess.run([*memrouter, "get", "decisions/datastore", "--as-of", "2026-01-06"], cwd=project,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert old.stdout == "# Database\n\nWe use MySQL.\n"
+    bad = subprocess.run([*memrouter, "get", "decisions/datastore", "--as-of", "-v"], cwd=project,
+                         capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
