@@ -42,7 +42,7 @@ TEAM_POINTER = (
     "the team channel is live state in team.sqlite, not memory files: use `memrouter team ...` "
     "(Router.team() in Python, the team_* MCP tools)"
 )
-SHORT_TERM_REFUSAL = "short-term memories (scratchpads) are not stored yet; keep them in the working context"
+SHORT_TERM_REFUSAL = "short-term notes are never files: use the scratchpad (Router.scratchpad(), MCP scratchpad_write)"
 NO_SPRINT = "no sprint is open; open one with `memrouter sprint start ID`"
 
 

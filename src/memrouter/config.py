@@ -38,11 +38,12 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "backends"),
+    "": ("search", "embed", "index", "scratch", "backends"),
     "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval"),
     "search.weights": RETRIEVERS,
     "embed": ("model",),
     "index": ("write_wait",),
+    "scratch": ("ttl",),
 }
 
 
@@ -86,6 +87,8 @@ class Config:
     source: str | None = None
     index: IndexConfig = field(default_factory=IndexConfig)
     unknown_keys: tuple[str, ...] = ()
+    # Seconds a short-term scratchpad note lives (``[scratch] ttl``).
+    scratch_ttl: float = 7200.0
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -98,6 +101,7 @@ class Config:
             "refresh_interval": self.search.refresh_interval,
             "embedder": self.embedder,
             "write_wait": self.index.write_wait,
+            "scratch_ttl": self.scratch_ttl,
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -155,7 +159,10 @@ class Config:
             raise ConfigError(f"{source}: [embed] must be a table")
         embedder = str(embed.get("model", "minilm"))
         index = _index_config(settings.get("index", {}))
-        return cls(memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings))
+        scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
+        return cls(
+            memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl
+        )
 
 
 def find_project(start: Path) -> Path | None:
@@ -237,6 +244,18 @@ def _index_config(section: Any) -> IndexConfig:
     if not 0 < wait <= 3600:
         raise ConfigError("[index] write_wait must be between 0 and 3600 seconds")
     return IndexConfig(wait)
+
+
+def _scratch_ttl(section: Any) -> float:
+    if not isinstance(section, dict):
+        raise ConfigError("[scratch] must be a table")
+    try:
+        ttl = float(section.get("ttl", 7200.0))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[scratch] ttl: {exc}") from exc
+    if not 0 < ttl <= 7 * 86400:
+        raise ConfigError("[scratch] ttl must be between 0 and 7 days, in seconds")
+    return ttl
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from memrouter.channels import Lifecycle, Promotion
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
+    from memrouter.scratch import Scratchpad
     from memrouter.sync.validate import FreshnessReport
     from memrouter.team import Team
 
@@ -73,6 +74,7 @@ class Router(GraphQueries, HistoryQueries):
         # External services, built from config.backends on first need (see _external).
         self._services: ExternalServices | None = None
         self._team: Team | None = None
+        self._scratch: Scratchpad | None = None
 
     @classmethod
     def open(
@@ -100,8 +102,19 @@ class Router(GraphQueries, HistoryQueries):
                 self._team = Team.open(self.config.index_dir, write_wait=self.config.index.write_wait)
             return self._team
 
+    def scratchpad(self) -> Scratchpad:
+        """The short-term channel: per-owner notes in ``<index_dir>/scratch.sqlite``, opened on first use."""
+        with self._lock:
+            if self._scratch is None:
+                from memrouter.scratch import open_scratchpad
+
+                self._scratch = open_scratchpad(self.config.index_dir, self.config.scratch_ttl, self.clock)
+            return self._scratch
+
     def close(self) -> None:
         with self._lock:
+            if self._scratch is not None:
+                self._scratch.close()
             if self._team is not None:
                 self._team.close()
             if self._services is not None:
@@ -177,6 +190,7 @@ class Router(GraphQueries, HistoryQueries):
         origin: str | None = None,
         include_history: bool = False,
         include_archived: bool = False,
+        owner: str | None = None,
     ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
@@ -187,6 +201,7 @@ class Router(GraphQueries, HistoryQueries):
         backend's name only that backend (``BackendUnavailable`` if it is down).
         Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
         ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.channels``).
+        ``owner`` adds that owner's short-term scratchpad notes that match (``memrouter.scratch``), after the rest.
         """
         query = check_query(query)
         limit = check_limit(self.config.search.limit if limit is None else limit)
@@ -205,6 +220,8 @@ class Router(GraphQueries, HistoryQueries):
             return self.lifecycle.mark(self._conn, found, now) if filters.now is None or filters.archived else found
 
         hits = self._index.indexed(canonical)
+        if owner is not None and (not asked.channels or "short_term" in asked.channels) and len(hits) < limit:
+            hits += self.scratchpad().search(owner, query, limit - len(hits))
         if origin == CANONICAL or not self.config.backends or not asked.empty:
             return hits
         return self._external.augment(query, limit, hits, content)
@@ -372,37 +389,10 @@ class Router(GraphQueries, HistoryQueries):
         Returns the moved memory and the names of the memories whose
         references were rewritten. ``Conflict`` if ``new`` already exists.
         """
-        from memrouter.errors import Conflict
-        from memrouter.store.edit import rewrite_references
+        from memrouter.renaming import rename_memory
 
-        source = validate_name(old, strict=False)
-        target = validate_name(new, strict=True)
-        if target == source:
-            raise InvalidInput(f"memory {source!r} already has that name")
         with self._lock:
-            with self.store.lock(source, target):
-                memory = self.store.read(source)
-                moved = self.store.write(target, memory.text, expected_hash="")
-                try:
-                    self.store.delete(memory.name, expected_hash=memory.hash)
-                except (Conflict, NotFound):
-                    self.store.delete(moved.memory.name, expected_hash=moved.memory.hash)
-                    raise
-                self._index.unindex(memory.name)
-                self._index.index_written(moved)
-            rewritten: builtins.list[str] = []
-            for stat in builtins.list(self.store.scan()):
-                with self.store.lock(stat.name):
-                    try:
-                        other = self.store.read(stat.name)
-                    except (NotFound, InvalidInput):
-                        continue
-                    text, count = rewrite_references(other.text, memory.name, moved.memory.name)
-                    if count:
-                        self._index.index_written(self.store.write(other.name, text, expected_hash=other.hash))
-                        rewritten.append(other.name)
-            result = self.store.read(moved.memory.name) if moved.memory.name in rewritten else moved.memory
-        return result, tuple(rewritten)
+            return rename_memory(self.store, self._index, old, new)
 
     # -- channels and time (memrouter.channels) -------------------------------
     @property

@@ -26,11 +26,18 @@ async def fail(client: Any, tool: str, **arguments: Any) -> str:
 
 
 async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path: Path, connect: Any) -> None:
-    from memrouter.mcp.server import GRAPH_TOOLS, MEMROUTER_TOOLS, SERENA_TOOLS, SESSION_TOOLS, TEAM_TOOLS
+    from memrouter.mcp.server import (
+        GRAPH_TOOLS,
+        MEMROUTER_TOOLS,
+        SCRATCH_TOOLS,
+        SERENA_TOOLS,
+        SESSION_TOOLS,
+        TEAM_TOOLS,
+    )
 
     async with connect(project_root, tmp_path / "index") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == set(MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS)
+    assert set(tools) == set(MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS + SCRATCH_TOOLS)
     for tool in tools.values():
         assert tool.description and len(tool.description) <= 200, tool.name
     serena = tools["edit_memory"].input_schema

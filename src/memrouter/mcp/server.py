@@ -22,13 +22,14 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.graph_service import GraphService
+from memrouter.mcp.scratch_tools import scratch_owner, scratch_tools
 from memrouter.mcp.service import MemoryService
 from memrouter.mcp.team_service import TeamService
 from memrouter.mcp.wire import refuse_lone_surrogates
 
 __all__ = [
     "create_server", "lean_schema", "INSTRUCTIONS", "GRAPH_TOOLS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS",
-    "TEAM_TOOLS",
+    "TEAM_TOOLS", "SCRATCH_TOOLS",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -43,6 +44,7 @@ MEMROUTER_TOOLS = (
     "sprint_status", "memory_history",
 )  # fmt: skip
 GRAPH_TOOLS = ("get_entity", "related_memories", "graph_path")
+SCRATCH_TOOLS = ("scratchpad_write", "scratchpad_read", "scratchpad_clear")
 SERENA_TOOLS = ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory")
 SESSION_TOOLS = (
     "get_current_branch",
@@ -141,13 +143,15 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     from memrouter import __version__
 
     tools = _Tools()
-    _memrouter_tools(tools, service)
+    config = service.router.config
+    team = team or TeamService(config.index_dir, write_wait=config.index.write_wait)
+    _memrouter_tools(tools, service, team.pinned_agent)
     _serena_tools(tools, service)
     _session_tools(tools, service)
-    config = service.router.config
-    _team_tools(tools, team or TeamService(config.index_dir, write_wait=config.index.write_wait))
+    _team_tools(tools, team)
     graph = GraphService(service.router)
     _graph_tools(tools, graph)
+    scratch_tools(tools, _run, _WRITE, _READ, service, team.pinned_agent)
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )
@@ -156,7 +160,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     return server
 
 
-def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
+def _memrouter_tools(tool: _Tools, service: MemoryService, pinned_agent: str | None) -> None:
     @tool(_READ, structured=False)
     async def search_memory(
         query: str,
@@ -167,12 +171,16 @@ def _memrouter_tools(tool: _Tools, service: MemoryService) -> None:
         tags: list[str] | None = None,
         include_history: bool = False,
         include_archived: bool = False,
+        ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
         """Search project memories (limit and mode default to the project's settings). Returns names, titles, snippets and why; read one with get_memory. include_history/include_archived: also retired ones."""
+        owner = scratch_owner(ctx, pinned_agent)
 
         def body() -> CallToolResult:
             return _run(
-                lambda: service.search(query, limit, mode, channels, kinds, tags, include_history, include_archived)
+                lambda: service.search(
+                    query, limit, mode, channels, kinds, tags, include_history, include_archived, owner=owner
+                )
             )
 
         if (mode or service.router.config.search.mode) == "lexical":

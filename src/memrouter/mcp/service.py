@@ -67,6 +67,7 @@ class MemoryService:
         tags: list[str] | None = None,
         include_history: bool = False,
         include_archived: bool = False,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """The best memories for ``query``: name, title, score, snippet and why each matched.
 
@@ -83,6 +84,7 @@ class MemoryService:
             tags=_filter_values("tags", tags),
             include_history=include_history is True,
             include_archived=include_archived is True,
+            owner=owner,
         )
         results = []
         for hit in hits:
