@@ -82,3 +82,29 @@ def test_cli_history_and_get_as_of(project: Path) -> None:
     bad = subprocess.run([*memrouter, "get", "decisions/datastore", "--as-of", "-v"], cwd=project,
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_search_as_of_a_date_sees_the_memories_then(project: Path) -> None:
+    root = project / ".serena" / "memories"
+    (root / "later.md").write_text("# Later\n\nPostgreSQL tuning notes, not committed\n")
+    with Router.open(root=root, watch=False) as router:
+        now = [hit.name for hit in router.search("postgresql", mode="lexical")]
+        assert set(now) == {"decisions/datastore", "later"}
+        january = router.search("mysql", mode="lexical", as_of="2026-01-31")
+        assert [hit.name for hit in january] == ["decisions/database"]  # its name then
+        assert router.search("postgresql", mode="lexical", as_of="2026-01-31") == []
+        march = router.search("postgresql 16", mode="lexical", as_of="2026-03-25")
+        assert [hit.name for hit in march] == ["decisions/database"]
+        again = router.search("postgresql 16", mode="lexical", as_of="2026-03-25")  # the snapshot is reused
+        assert [hit.name for hit in again] == ["decisions/database"]
+        with pytest.raises(NotFound):
+            router.search("mysql", as_of="2025-06-01")
+    assert (root / "later.md").exists() and "PostgreSQL 16" in (root / "decisions" / "datastore.md").read_text()
+
+
+def test_cli_search_as_of(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "search", "mysql", "--as-of", "2026-01-31", "--format", "json"],
+        cwd=project, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert [hit["name"] for hit in json.loads(done.stdout)["results"]] == ["decisions/database"]

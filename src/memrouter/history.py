@@ -17,6 +17,11 @@ from memrouter.model import Memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from memrouter.asof import PastIndexes
+    from memrouter.config import Config
+    from memrouter.router import Router
     from memrouter.session.git import GitSession
     from memrouter.store.files import MemoryStore
 
@@ -131,6 +136,18 @@ class HistoryQueries:
     """Mixed into ``Router``: a memory's committed versions (``history``) and one of them (``get_as_of``)."""
 
     store: MemoryStore
+    config: Config
+    _lock: Any
+    _past: PastIndexes | None
+
+    def _past_router(self, as_of: str) -> Router:
+        """The router over the memories as committed at ``as_of`` (``memrouter.asof``)."""
+        with self._lock:
+            if self._past is None:
+                from memrouter.asof import PastIndexes
+
+                self._past = PastIndexes(self.config)
+            return self._past.router_at(as_of)
 
     def history(self, name: str, limit: int = 20) -> list[Version]:
         """The commits that changed memory ``name`` (renames followed), newest first."""

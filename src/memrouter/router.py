@@ -75,6 +75,7 @@ class Router(GraphQueries, HistoryQueries):
         self._services: ExternalServices | None = None
         self._team: Team | None = None
         self._scratch: Scratchpad | None = None
+        self._past = None  # memrouter.asof.PastIndexes, made by the first search as_of a date or commit
 
     @classmethod
     def open(
@@ -115,6 +116,8 @@ class Router(GraphQueries, HistoryQueries):
         with self._lock:
             if self._scratch is not None:
                 self._scratch.close()
+            if self._past is not None:
+                self._past.close()
             if self._team is not None:
                 self._team.close()
             if self._services is not None:
@@ -191,6 +194,7 @@ class Router(GraphQueries, HistoryQueries):
         include_history: bool = False,
         include_archived: bool = False,
         owner: str | None = None,
+        as_of: str | None = None,
     ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
@@ -202,7 +206,13 @@ class Router(GraphQueries, HistoryQueries):
         Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
         ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.channels``).
         ``owner`` adds that owner's short-term scratchpad notes that match (``memrouter.scratch``), after the rest.
+        ``as_of`` (a date or commit) searches the memories as committed then (``memrouter.asof``).
         """
+        if as_of is not None:
+            return self._past_router(as_of).search(
+                query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags,
+                prefix=prefix, content=content, include_history=include_history, include_archived=include_archived,
+            )  # fmt: skip
         query = check_query(query)
         limit = check_limit(self.config.search.limit if limit is None else limit)
         asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)

@@ -33,6 +33,7 @@ _VALUE_OPTIONS = {
     "-n": "limit",
     "--mode": "mode",
     "--prefix": "prefix",
+    "--as-of": "as_of",
     "--origin": "origin",
     "--source": "origin",  # the earlier spelling of --origin
     "--format": "fmt",
@@ -68,6 +69,7 @@ class SearchRequest:
     fmt: str = "text"
     include_history: bool = False
     include_archived: bool = False
+    as_of: str | None = None
 
 
 def run_search(request: SearchRequest) -> int:
@@ -91,6 +93,7 @@ def run_search(request: SearchRequest) -> int:
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
                 prefix=request.prefix, content=request.content, origin=request.origin,
                 include_history=request.include_history, include_archived=request.include_archived,
+                as_of=request.as_of,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
             mode = router.effective_mode(request.mode)

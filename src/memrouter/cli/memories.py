@@ -92,6 +92,7 @@ class _progress_bar:
 @click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
 @click.option("--history", is_flag=True, help="Also superseded, obsolete and expired memories, marked.")
 @click.option("--include-archived", is_flag=True, help="Also archived sprint memories, marked, after the others.")
+@click.option("--as-of", default=None, help="Search the memories as committed at this date (2026-01-05) or commit.")
 @click.option(
     "--origin",
     default=None,
@@ -114,6 +115,7 @@ def search(
     content: bool,
     history: bool,
     include_archived: bool,
+    as_of: str | None,
     origin: str | None,
     source_alias: str | None,
     fmt: str,
@@ -129,6 +131,7 @@ def search(
         query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
         kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
         origin=origin or source_alias, fmt=fmt, include_history=history, include_archived=include_archived,
+        as_of=as_of,
     )  # fmt: skip
     code = run_search(request)
     if code:

@@ -171,16 +171,26 @@ def _memrouter_tools(tool: _Tools, service: MemoryService, pinned_agent: str | N
         tags: list[str] | None = None,
         include_history: bool = False,
         include_archived: bool = False,
+        as_of: str | None = None,
         ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
-        """Search project memories (limit and mode default to the project's settings). Returns names, titles, snippets and why; read one with get_memory. include_history/include_archived: also retired ones."""
+        """Search project memories: names, titles, snippets, why. include_history/include_archived: also retired ones; as_of: as committed at a date or commit. Read one with get_memory."""
         owner = scratch_owner(ctx, pinned_agent)
 
         def body() -> CallToolResult:
             return _run(
                 lambda: service.search(
-                    query, limit, mode, channels, kinds, tags, include_history, include_archived, owner=owner
-                )
+                    query,
+                    limit,
+                    mode,
+                    channels,
+                    kinds,
+                    tags,
+                    include_history,
+                    include_archived,
+                    owner=owner,
+                    as_of=as_of,
+                )  # fmt: skip
             )
 
         if (mode or service.router.config.search.mode) == "lexical":

@@ -68,6 +68,7 @@ class MemoryService:
         include_history: bool = False,
         include_archived: bool = False,
         owner: str | None = None,
+        as_of: str | None = None,
     ) -> dict[str, Any]:
         """The best memories for ``query``: name, title, score, snippet and why each matched.
 
@@ -84,7 +85,8 @@ class MemoryService:
             tags=_filter_values("tags", tags),
             include_history=include_history is True,
             include_archived=include_archived is True,
-            owner=owner,
+            owner=owner if as_of is None else None,
+            as_of=as_of,
         )
         results = []
         for hit in hits:
