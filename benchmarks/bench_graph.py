@@ -57,7 +57,7 @@ def build_seconds(corpus: Path, work: Path, with_graph: bool, rounds: int) -> fl
 
     original = graph_store.write_graph
     if not with_graph:
-        graph_store.write_graph = lambda conn, memory_id, memory, new=False: 0  # type: ignore[assignment]
+        graph_store.write_graph = lambda conn, writer, memory_id, memory, new=False: 0  # type: ignore[assignment]
     try:
         best = float("inf")
         for n in range(rounds):

@@ -100,6 +100,29 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
         conn.close()
 
 
+def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(tmp_path: Path) -> None:
+    from memrouter.index.connection import connect
+    from memrouter.index.refresh import delete_memory, upsert_memory, write_transaction
+    from memrouter.index.schema import MIGRATIONS, migrate
+
+    root = tmp_path / "m"
+    conn = connect(tmp_path / "index.sqlite")
+    migrate(conn, MIGRATIONS)
+    first = parsed("a", "# A\n\nSee [[b]] and ADR-3.\n", root)
+    second = parsed("a", "# A\n\nNow [[c]] only.\n", root)
+    gone = parsed("d", "# D\n\nSee [[a]].\n", root)
+    with write_transaction(conn) as writer:
+        upsert_memory(conn, writer, first, 1, 1)  # type: ignore[arg-type]
+        upsert_memory(conn, writer, second, 2, 2)  # type: ignore[arg-type]
+        upsert_memory(conn, writer, gone, 1, 1)  # type: ignore[arg-type]
+        assert delete_memory(conn, writer, "d")
+    assert [tuple(row) for row in conn.execute("SELECT type, target FROM graph_edges")] == [("links_to", "mem:c")]
+    orphans = "SELECT count(*) FROM graph_keys WHERE memory_id NOT IN (SELECT id FROM memories)"
+    assert conn.execute(orphans).fetchone()[0] == 0
+    assert {row[0] for row in conn.execute("SELECT key FROM graph_keys")} == set(extract(second).keys)  # type: ignore[arg-type]
+    conn.close()
+
+
 def test_related_path_and_types(memories: Path, tmp_path: Path) -> None:
     write(memories, "adr/adr-007-old", "# ADR-007 Old queues\n")
     write(memories, "adr/adr-012-new", "---\nsupersedes: '[[adr/adr-007-old]]'\n---\n# ADR-012 New queues\n")
