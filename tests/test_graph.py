@@ -243,3 +243,25 @@ def test_the_graph_weight_decides_whether_the_graph_retriever_is_fused(memories:
 )
 def test_mention_rules_measured_on_the_corpora(tmp_path: Path, line: str, key: str, taken: bool) -> None:
     assert (key in {k for _, k in edges_of("notes/x", f"# X\n\n{line}\n", tmp_path)}) is taken
+
+
+def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memories: Path, tmp_path: Path) -> None:
+    from memrouter.index.connection import connect
+    from memrouter.index.graph import GraphView
+    from memrouter.index.graph_extract import query_keys
+
+    write(memories, "notes/Build_Cache.md-tips", "# Déjà vu: Build Cache\n\nSee [[Release Train 2]] and README.md.\n")
+    write(memories, "zsh-arrays", "---\naliases: [Bad Substitution]\n---\n# Zsh arrays\n")
+    with open_router(memories, tmp_path) as router:
+        router.refresh()
+    conn = connect(tmp_path / "idx" / "index.sqlite")
+    view = GraphView(conn)
+    conn.close()
+    queries = [
+        "déjà vu build cache", "notes/build_cache.md tips", "release train 2 and zsh arrays", "BAD substitution!",
+        "readme.md", "nothing known here", "build_cache.md-tips in notes", "_ underscores_ __",
+    ]  # fmt: skip
+    for query in queries:
+        every = [key for key in query_keys(query) if view.knows(key)]
+        assert [key for key in query_keys(query, view.vocabulary) if view.knows(key)] == every
+    assert [key for key in query_keys("release train 2", view.vocabulary) if view.knows(key)] == ["mem:release-train-2"]
