@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 
 from memrouter.index.graph_extract import extract
-from memrouter.index.postings import PostingsWriter
+from memrouter.index.postings import PendingRows, PostingsWriter
 from memrouter.model import Memory
 
 __all__ = ["GraphRows", "write_graph"]
@@ -24,7 +24,7 @@ KeyRow = tuple[str, int, str]
 EdgeRow = tuple[int, str, str, str, int, str | None]
 
 
-class GraphRows:
+class GraphRows(PendingRows):
     """The keys and edges collected per memory row in one transaction, inserted at ``flush``."""
 
     def __init__(self) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import sqlite3
 import sys
 from array import array
-from typing import Protocol
 from zlib import crc32
 
 from memrouter.errors import IndexCorrupt
@@ -55,14 +54,19 @@ def decode(blob: bytes, term: str = "?") -> tuple[array[int], array[float]]:
     return ids, tfs
 
 
-class PendingRows(Protocol):
-    """Other per-memory rows collected in the same transaction (the graph's), written at ``flush``."""
+class PendingRows:
+    """Other per-memory rows collected in the same transaction (the graph's), written at ``flush``.
+
+    A base class, not a ``typing.Protocol``: lexical search imports this module and never ``typing``.
+    """
 
     def drop(self, memory_id: int) -> None:
         """Forget the rows collected for ``memory_id`` (its row was deleted)."""
+        raise NotImplementedError
 
     def flush(self, conn: sqlite3.Connection) -> None:
         """Write the collected rows."""
+        raise NotImplementedError
 
 
 class PostingsWriter:
