@@ -100,6 +100,29 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
         conn.close()
 
 
+def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(tmp_path: Path) -> None:
+    from memrouter.index.connection import connect
+    from memrouter.index.refresh import delete_memory, upsert_memory, write_transaction
+    from memrouter.index.schema import MIGRATIONS, migrate
+
+    root = tmp_path / "m"
+    conn = connect(tmp_path / "index.sqlite")
+    migrate(conn, MIGRATIONS)
+    first = parsed("a", "# A\n\nSee [[b]] and ADR-3.\n", root)
+    second = parsed("a", "# A\n\nNow [[c]] only.\n", root)
+    gone = parsed("d", "# D\n\nSee [[a]].\n", root)
+    with write_transaction(conn) as writer:
+        upsert_memory(conn, writer, first, 1, 1)  # type: ignore[arg-type]
+        upsert_memory(conn, writer, second, 2, 2)  # type: ignore[arg-type]
+        upsert_memory(conn, writer, gone, 1, 1)  # type: ignore[arg-type]
+        assert delete_memory(conn, writer, "d")
+    assert [tuple(row) for row in conn.execute("SELECT type, target FROM graph_edges")] == [("links_to", "mem:c")]
+    orphans = "SELECT count(*) FROM graph_keys WHERE memory_id NOT IN (SELECT id FROM memories)"
+    assert conn.execute(orphans).fetchone()[0] == 0
+    assert {row[0] for row in conn.execute("SELECT key FROM graph_keys")} == set(extract(second).keys)  # type: ignore[arg-type]
+    conn.close()
+
+
 def test_related_path_and_types(memories: Path, tmp_path: Path) -> None:
     write(memories, "adr/adr-007-old", "# ADR-007 Old queues\n")
     write(memories, "adr/adr-012-new", "---\nsupersedes: '[[adr/adr-007-old]]'\n---\n# ADR-012 New queues\n")
@@ -220,3 +243,25 @@ def test_the_graph_weight_decides_whether_the_graph_retriever_is_fused(memories:
 )
 def test_mention_rules_measured_on_the_corpora(tmp_path: Path, line: str, key: str, taken: bool) -> None:
     assert (key in {k for _, k in edges_of("notes/x", f"# X\n\n{line}\n", tmp_path)}) is taken
+
+
+def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memories: Path, tmp_path: Path) -> None:
+    from memrouter.index.connection import connect
+    from memrouter.index.graph import GraphView
+    from memrouter.index.graph_extract import query_keys
+
+    write(memories, "notes/Build_Cache.md-tips", "# Déjà vu: Build Cache\n\nSee [[Release Train 2]] and README.md.\n")
+    write(memories, "zsh-arrays", "---\naliases: [Bad Substitution]\n---\n# Zsh arrays\n")
+    with open_router(memories, tmp_path) as router:
+        router.refresh()
+    conn = connect(tmp_path / "idx" / "index.sqlite")
+    view = GraphView(conn)
+    conn.close()
+    queries = [
+        "déjà vu build cache", "notes/build_cache.md tips", "release train 2 and zsh arrays", "BAD substitution!",
+        "readme.md", "nothing known here", "build_cache.md-tips in notes", "_ underscores_ __",
+    ]  # fmt: skip
+    for query in queries:
+        every = [key for key in query_keys(query) if view.knows(key)]
+        assert [key for key in query_keys(query, view.vocabulary) if view.knows(key)] == every
+    assert [key for key in query_keys("release train 2", view.vocabulary) if view.knows(key)] == ["mem:release-train-2"]

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from memrouter.index.fusion import Ranked
-from memrouter.index.graph_extract import key_label, query_keys
+from memrouter.index.graph_extract import key_label, query_keys, word_runs
 from memrouter.index.lexical import filter_sql
 from memrouter.model import Filters, Relation
 
@@ -83,6 +83,10 @@ class GraphView:
             edge = Edge(*row)
             self.out.setdefault(edge.memory, []).append(edge)
             self.into.setdefault(edge.target, []).append(edge)
+        # Filled on first use, for this generation: each node's hops and each hop's score factor.
+        self._adjacent: dict[Node, tuple[Step, ...]] = {}
+        self._factors: dict[tuple[str, str], float] = {}
+        self._vocabulary: set[str] | None = None
 
     # -- nodes -------------------------------------------------------------
     def knows(self, key: str) -> bool:
@@ -143,6 +147,35 @@ class GraphView:
                 if edge.memory != node and allowed(edge.type, edge) and (edge.memory, edge.type, False) not in seen:
                     seen.add((edge.memory, edge.type, False))
                     yield Step(node, edge.memory, edge.type, edge, False)
+
+    @property
+    def vocabulary(self) -> set[str]:
+        """The letter-and-digit runs of every ``mem:`` key the graph knows (see ``query_keys``)."""
+        if self._vocabulary is None:
+            self._vocabulary = {
+                run for key in (*self.key_memories, *self.into) if key.startswith("mem:") for run in word_runs(key[4:])
+            }
+        return self._vocabulary
+
+    def adjacent(self, node: Node) -> tuple[Step, ...]:
+        """Every hop out of ``node`` (``steps`` with no type or date filter), computed once per view."""
+        found = self._adjacent.get(node)
+        if found is None:
+            found = self._adjacent[node] = tuple(self.steps(node))
+        return found
+
+    def hop_factor(self, step: Step) -> float:
+        """What a hop multiplies a path's score by: 1 for ``names`` (the entity names the memory), else
+        ``HOP_DECAY`` times the edge type's weight, over log2(1 + the key's fan) so that a hub spreads less."""
+        if step.type == "names":
+            return 1.0
+        key = step.edge.target if step.edge is not None else ""
+        factor = self._factors.get((step.type, key))
+        if factor is None:
+            fan = len(self.into.get(key, ())) + len(self.key_memories.get(key, ()))
+            factor = HOP_DECAY * TYPE_WEIGHTS.get(step.type, 0.7) / max(1.0, math.log2(1 + fan))
+            self._factors[(step.type, key)] = factor
+        return factor
 
     def relation(self, step: Step) -> Relation:
         """The public record of a hop, written in its edge's direction."""
@@ -221,7 +254,7 @@ class GraphIndex:
         """Memories reached from the entities ``query`` names, best first; ``detail`` shows the path."""
         view = self.view(conn)
         best: dict[int, tuple[float, tuple[Step, ...]]] = {}
-        seeds = [key for key in query_keys(query) if view.knows(key)]
+        seeds = [key for key in query_keys(query, view.vocabulary) if view.knows(key)]
         if not seeds:
             return []
 
@@ -230,9 +263,9 @@ class GraphIndex:
                 best[memory] = (score, path)
 
         for key in seeds[:20]:
-            for path in _paths(view, key):
+            for path, score in _paths(view, key):
                 if isinstance(path[-1].target, int):
-                    offer(path[-1].target, _score(view, path), path)
+                    offer(path[-1].target, score, path)
         ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
         if not filters.empty:
             where, params = filter_sql(filters)
@@ -241,33 +274,20 @@ class GraphIndex:
         return [Ranked(mid, round(score, 6), "graph: " + view.describe(path)) for mid, (score, path) in ranked[:limit]]
 
 
-def _score(view: GraphView, path: tuple[Step, ...]) -> float:
-    """1 for a memory the query names; each hop multiplies by ``HOP_DECAY``, its type's weight and the hub damping."""
-    score = 1.0
-    for step in path:
-        if step.type == "names":
-            continue
-        key = step.edge.target if step.edge is not None else ""
-        fan = len(view.into.get(key, ())) + len(view.key_memories.get(key, ()))
-        score *= HOP_DECAY * TYPE_WEIGHTS.get(step.type, 0.7) / max(1.0, math.log2(1 + fan))
-    return score
-
-
-def _paths(view: GraphView, key: str, max_hops: int = 2, fan_out: int = 50) -> Iterator[tuple[Step, ...]]:
-    """Paths from entity ``key``: to the memories holding it (no hop), then up to ``max_hops`` typed hops on."""
-    frontier: list[tuple[Step, ...]] = [(step,) for step in view.steps(key)]
+def _paths(view: GraphView, key: str, max_hops: int = 2, fan_out: int = 50) -> Iterator[tuple[tuple[Step, ...], float]]:
+    """Paths from entity ``key``, each with its score: to the memories holding it (no hop, score 1), then up to
+    ``max_hops`` typed hops on, each multiplying the score by its ``GraphView.hop_factor``."""
+    frontier: list[tuple[tuple[Step, ...], float]] = [((step,), view.hop_factor(step)) for step in view.adjacent(key)]
     for hops in range(max_hops + 1):
         yield from frontier
         if hops == max_hops:
             return
-        following: list[tuple[Step, ...]] = []
-        for path in frontier[:200]:
+        following: list[tuple[tuple[Step, ...], float]] = []
+        for path, score in frontier[:200]:
             node = path[-1].target
             if not isinstance(node, int):
                 continue
-            for count, step in enumerate(view.steps(node)):
-                if count >= fan_out:
-                    break
+            for step in view.adjacent(node)[:fan_out]:
                 if step.target != path[0].source and all(step.target != s.target for s in path):
-                    following.append((*path, step))
+                    following.append(((*path, step), score * view.hop_factor(step)))
         frontier = following

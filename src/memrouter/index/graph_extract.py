@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 
+from memrouter.index.graph_commits import HEX, hex_runs, is_commit
 from memrouter.model import Memory
 
-__all__ = ["MAX_EDGES", "Extracted", "RawEdge", "extract", "key_label", "name_key", "query_keys"]
+__all__ = ["MAX_EDGES", "Extracted", "RawEdge", "extract", "key_label", "name_key", "query_keys", "word_runs"]
 
 MAX_EDGES = 1000
 _MAX_TARGET = 200
@@ -69,19 +70,11 @@ _ISSUE_CONTEXT = re.compile(
     r"tracked|follow-up|duplicate of)\b(?:[^#\n]|#\d{1,6}\b){0,24}$",
     re.IGNORECASE,
 )
-_HEX = re.compile(r"(?<![\w/.#-])[0-9a-f]{7,40}(?![\w-])")
 _PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-"
-# Words that make a run of hex digits near them (same line) a commit hash.
-_GIT_WORDS = ("commit", "sha", "head", "cherry-pick", "revert", "rebase", "squash", "fixup", "merge", "diff",
-              "checkout", "reset", "bisect", "blame", "git show", "git log", "amend", "..", "origin/", "main", "tip",
-              "tag", "pr #", "base", "detached", "pinned", "landed", "branch")  # fmt: skip
-# Words right before hex digits that make them some other digest.
-_NOT_COMMIT = ("md5", "blob", "sha256", "sha-256", "sha512", "tree", "agent", "uuid", "hash")
 _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
 )
-_HEX_BYTES = bytes(120 if chr(b) in "0123456789abcdef" else 32 for b in range(256))
 _PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
 _PATH = re.compile(
     r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:\.?[\w*@-][\w.*@-]*/){0,20}\.?[\w*@-][\w.*@-]*\.(?:"
@@ -91,6 +84,7 @@ _PATH = re.compile(
 _TITLE_WORD = re.compile(r"[A-Z][a-z]+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SLUG_RUN = re.compile(r"[^\w]+")
+_WORD_RUN = re.compile(r"[^\W_]+")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
 
@@ -115,6 +109,11 @@ class Extracted:
 
 def _slug(text: str) -> str:
     return _SLUG_RUN.sub("-", text.strip().lower()).strip("-_")
+
+
+def word_runs(text: str) -> list[str]:
+    """The letter-and-digit runs of ``text`` lowercased, as they stand in its ``name_key``."""
+    return _WORD_RUN.findall(text.lower())
 
 
 def name_key(text: str) -> str:
@@ -296,9 +295,9 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
                 continue  # "#1" opening a line is a step; a heading needs "# " (a space)
             key = f"issue:{repo.lower() if repo else ''}#{int(number_text)}"
             yield RawEdge("mentions", key, key_label(key), line_of(at))
-    for match in _hex_runs(text):
+    for match in hex_runs(text):
         digest = match.group(0)
-        if digest.isdigit() or digest.isalpha() or not _is_commit(text, match.start(), match.end()):
+        if digest.isdigit() or digest.isalpha() or not is_commit(text, match.start(), match.end()):
             continue
         yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
     for hit in _PATH_END.finditer(text):
@@ -316,53 +315,6 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
         path_key = _path_key(path)
         if path_key is not None:
             yield RawEdge("about_code", path_key, path, line_of(begin))
-
-
-def _hex_runs(text: str) -> Iterator[re.Match[str]]:
-    """``_HEX`` matches in ``text``, found fast: hex digits become ``x`` in a byte copy, so
-    runs of seven are found by ``bytes.find``; only those are checked with the pattern."""
-    raw = text.encode("utf-8", "surrogatepass")
-    data = raw.translate(_HEX_BYTES)
-    ascii_only = len(raw) == len(text)
-    at = data.find(b"xxxxxxx")
-    while at >= 0:
-        end = at + 7
-        while end < len(data) and data[end] == 120:  # b"x"
-            end += 1
-        start = at if ascii_only else len(raw[:at].decode("utf-8", "surrogatepass"))
-        if end - at <= 40 and (match := _HEX.match(text, start)) is not None:
-            yield match
-        at = data.find(b"xxxxxxx", end)
-
-
-def _is_commit(text: str, start: int, end: int) -> bool:
-    """Whether hex digits at ``start:end`` name a commit: in backticks (also ``abc1234^:path``), opening a
-    line or list item before a colon, or near a git word; never right after a word naming another digest."""
-    before = text[max(0, start - 12) : start].lower().rstrip(" `*(")
-    if before.endswith(_NOT_COMMIT):
-        return False
-    after = text[end : end + 1]
-    if text[start - 1 : start] == "`" and after in ("`", "^", "~", ":"):
-        return True
-    if after == ":" and not text[text.rfind("\n", 0, start) + 1 : start].strip(" \t-*+"):
-        return True
-    return _near_git_word(text, start, end)
-
-
-def _near_git_word(text: str, start: int, end: int) -> bool:
-    """Whether a git word (``_GIT_WORDS``) on the same line begins at most 20 characters after ``start``
-    and ends at most 60 before ``end``: hex digits there name a commit."""
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", end)
-    line = text[line_start : len(text) if line_end < 0 else line_end].lower()
-    start, end = start - line_start, end - line_start
-    for word in _GIT_WORDS:
-        at = line.find(word, max(0, end - 60 - len(word)))
-        while 0 <= at <= start + 20:
-            if word == ".." or at == 0 or not line[at - 1].isalnum():
-                return True
-            at = line.find(word, at + 1)
-    return False
 
 
 def _fence_lines(text: str) -> Iterator[re.Match[str]]:
@@ -461,18 +413,25 @@ def extract(memory: Memory) -> Extracted:
     return Extracted(keys, tuple(edges.values()))
 
 
-def query_keys(query: str) -> list[str]:
-    """The keys a search query names: its mentions and links, then its word runs as names (longest first)."""
+def query_keys(query: str, vocabulary: Container[str] | None = None) -> list[str]:
+    """The keys a search query names: its mentions and links, then its word runs as names (longest first).
+
+    With ``vocabulary`` (every letter-and-digit run of the known ``mem:`` keys) a run holding a word with
+    another run is skipped: no known name can come of it.
+    """
     found: dict[str, None] = {}
     for edge in (*_link_edges(query, 1, ""), *_mention_edges(query, 1)):
         found.setdefault(edge.key)
     for match in _ADR.finditer(query):  # a query needs no context word
         found.setdefault(f"adr:{int(match.group(1))}")
-    for match in _HEX.finditer(query):
+    for match in HEX.finditer(query):
         if any(c.isdigit() for c in match.group(0)) and not match.group(0).isdigit():
             found.setdefault("commit:" + match.group(0)[:7])
     words = [w for w in re.findall(r"[\w][\w./-]*", query.lower()) if w]
+    # "md" may be the ".md" that name_key drops.
+    usable = [vocabulary is None or all(t in vocabulary or t == "md" for t in word_runs(w)) for w in words]
     for size in range(min(6, len(words)), 0, -1):
         for start in range(len(words) - size + 1):
-            found.setdefault(name_key(" ".join(words[start : start + size])))
+            if all(usable[start : start + size]):
+                found.setdefault(name_key(" ".join(words[start : start + size])))
     return [key for key in found if key.partition(":")[2]]

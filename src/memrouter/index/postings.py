@@ -17,7 +17,7 @@ from zlib import crc32
 
 from memrouter.errors import IndexCorrupt
 
-__all__ = ["PostingsDamaged", "PostingsWriter", "decode", "encode"]
+__all__ = ["PendingRows", "PostingsDamaged", "PostingsWriter", "decode", "encode"]
 
 _BATCH = 500
 
@@ -54,12 +54,37 @@ def decode(blob: bytes, term: str = "?") -> tuple[array[int], array[float]]:
     return ids, tfs
 
 
+class PendingRows:
+    """Other per-memory rows collected in the same transaction (the graph's), written at ``flush``.
+
+    A base class, not a ``typing.Protocol``: lexical search imports this module and never ``typing``.
+    """
+
+    def drop(self, memory_id: int) -> None:
+        """Forget the rows collected for ``memory_id`` (its row was deleted)."""
+        raise NotImplementedError
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Write the collected rows."""
+        raise NotImplementedError
+
+
 class PostingsWriter:
-    """Collects postings changes inside one transaction; ``flush`` writes them."""
+    """Collects postings changes inside one transaction; ``flush`` writes them.
+
+    ``pending`` holds other collected rows by name (``memrouter.index.graph_store``
+    puts the graph's there), flushed with the postings and dropped with a memory.
+    """
 
     def __init__(self) -> None:
         self._removed: dict[str, set[int]] = {}
         self._added: dict[str, dict[int, float]] = {}
+        self.pending: dict[str, PendingRows] = {}
+
+    def discard(self, memory_id: int) -> None:
+        """A memory row is being deleted: rows collected for it must not be written."""
+        for rows in self.pending.values():
+            rows.drop(memory_id)
 
     def remove(self, memory_id: int, terms: list[str]) -> None:
         for term in terms:
@@ -73,7 +98,10 @@ class PostingsWriter:
             self._added.setdefault(term, {})[memory_id] = tf
 
     def flush(self, conn: sqlite3.Connection) -> None:
-        """Apply the collected changes to the ``terms`` table."""
+        """Apply the collected changes to the ``terms`` table, then write the pending rows."""
+        for rows in self.pending.values():
+            rows.flush(conn)
+        self.pending.clear()
         touched = sorted(set(self._removed) | set(self._added))
         for start in range(0, len(touched), _BATCH):
             batch = touched[start : start + _BATCH]

@@ -164,7 +164,7 @@ def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memo
     writer.add(memory_id, terms)
     from memrouter.index.graph_store import write_graph  # only a changed memory needs it
 
-    write_graph(conn, memory_id, memory, new=row is None)
+    write_graph(conn, writer, memory_id, memory, new=row is None)
     return memory_id
 
 
@@ -174,6 +174,7 @@ def delete_memory(conn: sqlite3.Connection, writer: PostingsWriter, name: str) -
     if row is None:
         return False
     writer.remove(row[0], row[1].split())
+    writer.discard(row[0])
     conn.execute("DELETE FROM memories WHERE id = ?", (row[0],))
     return True
 
