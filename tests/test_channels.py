@@ -78,7 +78,7 @@ def test_saves_are_routed_by_channel_and_kind(router: Router, root: Path) -> Non
         router.save("# Status\n", kind="agent_status")
     with pytest.raises(InvalidInput, match="memrouter team"):
         router.save("x\n", "status", channel="team")
-    with pytest.raises(InvalidInput, match="scratchpads"):
+    with pytest.raises(InvalidInput, match="scratchpad"):
         router.save("# Scratch\n", channel="short_term")
     assert _files(root) == before
 
