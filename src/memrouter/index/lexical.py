@@ -62,8 +62,13 @@ def document_terms(memory: Memory) -> tuple[dict[str, float], float]:
     return weighted, length
 
 
-def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[object]]:
-    """SQL conditions (each starting with `` AND``) and their parameters."""
+def filter_sql(filters: Filters, alias: str = "m", *, timed: bool = True) -> tuple[str, list[object]]:
+    """SQL conditions (each starting with `` AND``) and their parameters.
+
+    ``timed=False`` leaves out the comparisons with ``filters.now`` (valid
+    from, until, expires) but keeps every other condition, for callers that
+    apply those times themselves (``LexicalIndex`` caches per generation).
+    """
     clauses: list[str] = []
     params: list[object] = []
 
@@ -87,12 +92,15 @@ def filter_sql(filters: Filters, alias: str = "m") -> tuple[str, list[object]]:
         # ``supersedes`` names is retired even when its own file does not say so.
         clauses.append(
             f"{alias}.status != 'obsolete' AND {alias}.superseded_by IS NULL"
-            f" AND ({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
-            f" AND ({alias}.expires IS NULL OR {alias}.expires > ?)"
-            f" AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= ?)"
             f" AND {alias}.name NOT IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL)"
         )
-        params.extend([filters.now] * 3)
+        if timed:
+            clauses.append(
+                f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
+                f" AND ({alias}.expires IS NULL OR {alias}.expires > ?)"
+                f" AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= ?)"
+            )
+            params.extend([filters.now] * 3)
     if not filters.archived:
         clauses.append(f"{alias}.status != 'archived'")
     if not filters.records:
@@ -115,6 +123,10 @@ class LexicalIndex:
         self._generation: str | None = None
         self._contributions: dict[str, dict[int, float]] = {}
         self._norms: dict[int, float] = {}
+        # (filters apart from the time) -> (ids passing, time bounds of the ids that have any)
+        self._filtered: dict[
+            tuple[object, ...], tuple[set[int], dict[int, tuple[str | None, str | None, str | None]]]
+        ] = {}
         self._count = 0
 
     def _sync(self, conn: sqlite3.Connection) -> None:
@@ -123,6 +135,7 @@ class LexicalIndex:
         if generation == self._generation:
             return
         self._contributions.clear()
+        self._filtered.clear()
         lengths = conn.execute("SELECT id, length FROM memories").fetchall()
         self._count = len(lengths)
         average = (sum(length for _, length in lengths) / self._count) if self._count else 1.0
@@ -151,6 +164,39 @@ class LexicalIndex:
                 if memory_id in norms
             }
 
+    def _allowed(self, conn: sqlite3.Connection, filters: Filters) -> tuple[set[int], set[int]]:
+        """The ids passing ``filters`` apart from time, and those out of effect at ``filters.now``.
+
+        The first set and the time bounds are cached per index generation (a
+        default search filters by validity every time, and ``now`` moves).
+        """
+        key = (filters.channels, filters.kinds, filters.scopes, filters.statuses, filters.tags, filters.prefix,
+               filters.now is not None, filters.archived, filters.records)  # fmt: skip
+        cached = self._filtered.get(key)
+        if cached is None:
+            where, params = filter_sql(filters, timed=False)
+            ids = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
+            bounds: dict[int, tuple[str | None, str | None, str | None]] = {}
+            if filters.now is not None:
+                bounds = {
+                    row[0]: (row[1], row[2], row[3])
+                    for row in conn.execute(
+                        "SELECT id, valid_from, valid_until, expires FROM memories "
+                        "WHERE valid_from IS NOT NULL OR valid_until IS NOT NULL OR expires IS NOT NULL"
+                    )
+                }
+            cached = self._filtered[key] = (ids, bounds)
+        ids, bounds = cached
+        now = filters.now
+        if now is None or not bounds:
+            return ids, set()
+        return ids, {
+            memory_id
+            for memory_id, (start, until, expires) in bounds.items()
+            if (start is not None and start > now) or (until is not None and until <= now)
+            or (expires is not None and expires <= now)
+        }  # fmt: skip
+
     def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
         """The ``limit`` best memories for ``query`` among those passing ``filters`` (BM25F score)."""
         terms = query_terms(query)
@@ -166,9 +212,8 @@ class LexicalIndex:
                 scores[memory_id] = get(memory_id, 0.0) + value
         candidates: Iterable[tuple[int, float]] = scores.items()
         if filters.restricts:
-            where, params = filter_sql(filters)
-            allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
-            candidates = [item for item in candidates if item[0] in allowed]
+            allowed, timed_out = self._allowed(conn, filters)
+            candidates = [item for item in candidates if item[0] in allowed and item[0] not in timed_out]
         best = sorted(candidates, key=itemgetter(1), reverse=True)[:limit]
         return [Ranked(memory_id, score) for memory_id, score in best]
 
