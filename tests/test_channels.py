@@ -217,3 +217,24 @@ def test_invalidate_and_expiry_follow_the_clock(router: Router, root: Path, cloc
     assert sorted(_names(router.search("build"))) == ["node-22", "thaw"]
     marked = {h.name: h.validity for h in router.search("build", include_history=True)}
     assert marked == {"node-22": None, "thaw": None, "freeze": "expired", "node-18": "superseded"}
+
+
+def test_every_retriever_leaves_out_what_is_retired(tmp_path: Path) -> None:
+    """Lexical, dense and graph candidates all pass the validity filter (one cached set per generation)."""
+    project = tmp_path / "p"
+    root = project / ".serena" / "memories"
+    root.mkdir(parents=True)
+    (project / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n[search.weights]\ngraph = 1.0\ndense = 1.0\n')
+    (root / "adr-007-queues.md").write_text(
+        "---\nsuperseded_by: adr-012-streams\n---\n# ADR-007 Use queues\n\nWe use RabbitMQ queues.\n"
+    )
+    (root / "adr-012-streams.md").write_text(
+        "---\nsupersedes: adr-007-queues\n---\n# ADR-012 Use streams\n\nReplaces ADR-007: Kafka streams, not queues.\n"
+    )
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
+        router.refresh(embed=True)
+        hits = router.search("ADR-007 queues RabbitMQ", mode="hybrid")
+        assert [hit.name for hit in hits] == ["adr-012-streams"]
+        assert {m.retriever for m in hits[0].why} >= {"lexical", "dense"}
+        history = router.search("ADR-007 queues RabbitMQ", mode="hybrid", include_history=True)
+        assert "adr-007-queues" in [hit.name for hit in history]

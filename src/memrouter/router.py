@@ -89,8 +89,7 @@ class Router(GraphQueries, HistoryQueries):
     ) -> Router:
         """Open the router for ``root`` (or the project found from the working directory).
 
-        ``watch`` lets a long-lived router notice file changes through the
-        operating system instead of scanning (a one-shot command needs neither).
+        ``watch``: a long-lived router notices file changes through the OS instead of scanning.
         """
         return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch, clock=clock)
 
@@ -269,14 +268,15 @@ class Router(GraphQueries, HistoryQueries):
         return hits
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
-        """Each retriever's top ``pool`` for the query, filters applied inside each."""
+        """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
         lists: dict[str, builtins.list[Ranked]] = {}
+        lexical, conn = self._index.lexical, self._conn
         if mode in ("hybrid", "lexical"):
-            lists["lexical"] = self._index.lexical.search(self._conn, query, filters, limit=pool)
+            lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
-            lists["dense"] = self._index.dense.search(self._conn, query, filters, limit=pool)
+            lists["dense"] = self._index.dense.search(conn, query, filters, pool, passing=lexical.allowed)
         if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:
-            lists["graph"] = self._index.graph.search(self._conn, query, filters, limit=pool)
+            lists["graph"] = self._index.graph.search(conn, query, filters, pool, passing=lexical.allowed)
         return lists
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from memrouter.errors import MemoryRouterError
 from memrouter.index.connection import transaction
 from memrouter.index.fusion import Ranked
-from memrouter.index.lexical import filter_sql
+from memrouter.index.lexical import Allowed, filter_sql
 from memrouter.lazylog import LazyLogger
 from memrouter.model import Filters
 
@@ -268,8 +268,13 @@ class DenseIndex:
 
         return embed(self.embedder, query)
 
-    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
-        """The ``limit`` memories whose best chunk is most similar to ``query``."""
+    def search(
+        self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50, *, passing: Allowed | None = None
+    ) -> list[Ranked]:
+        """The ``limit`` memories whose best chunk is most similar to ``query``.
+
+        ``passing`` (``LexicalIndex.allowed``) gives the ids passing the filters, from its cache.
+        """
         import numpy as np
 
         self._load(conn)
@@ -278,10 +283,14 @@ class DenseIndex:
         vector = self.embed_query(query)
         allowed = None
         if filters.restricts:
-            where, params = filter_sql(filters)
-            ids = np.fromiter(
-                (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64
-            )
+            if passing is not None:
+                ids_in, timed_out = passing(conn, filters)
+                ids = np.fromiter(ids_in - timed_out, dtype=np.int64)
+            else:
+                where, params = filter_sql(filters)
+                ids = np.fromiter(
+                    (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64
+                )
             allowed = np.nonzero(np.isin(self._chunk_memory, ids))[0]
             if allowed.size == 0:
                 return []

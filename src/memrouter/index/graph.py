@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph_extract import key_label, query_keys, word_runs
-from memrouter.index.lexical import filter_sql
+from memrouter.index.lexical import Allowed, filter_sql
 from memrouter.model import Filters, Relation
 
 __all__ = ["Edge", "GraphIndex", "GraphView", "Node", "Step"]
@@ -250,7 +250,9 @@ class GraphIndex:
             self._generation = generation
         return self._view
 
-    def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
+    def search(
+        self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50, *, passing: Allowed | None = None
+    ) -> list[Ranked]:
         """Memories reached from the entities ``query`` names, best first; ``detail`` shows the path."""
         view = self.view(conn)
         best: dict[int, tuple[float, tuple[Step, ...]]] = {}
@@ -267,10 +269,14 @@ class GraphIndex:
                 if isinstance(path[-1].target, int):
                     offer(path[-1].target, score, path)
         ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
-        if not filters.empty:
-            where, params = filter_sql(filters)
-            allowed = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
-            ranked = [item for item in ranked if item[0] in allowed]
+        if filters.restricts:  # validity too: a retired memory is no result here either
+            if passing is not None:
+                ids_in, timed_out = passing(conn, filters)
+            else:
+                where, params = filter_sql(filters)
+                ids_in = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
+                timed_out = set()
+            ranked = [item for item in ranked if item[0] in ids_in and item[0] not in timed_out]
         return [Ranked(mid, round(score, 6), "graph: " + view.describe(path)) for mid, (score, path) in ranked[:limit]]
 
 

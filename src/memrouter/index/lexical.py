@@ -20,7 +20,7 @@ import math
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from operator import itemgetter
 
@@ -30,6 +30,7 @@ from memrouter.index.text import STOP_WORDS, query_terms, tokens
 from memrouter.model import Filters, Memory
 
 __all__ = [
+    "Allowed",
     "FIELD_WEIGHTS",
     "LexicalIndex",
     "document_terms",
@@ -108,6 +109,10 @@ def filter_sql(filters: Filters, alias: str = "m", *, timed: bool = True) -> tup
     return "".join(f" AND {clause}" for clause in clauses), params
 
 
+# ``LexicalIndex.allowed``: (ids passing the filters apart from time, ids out of effect now).
+Allowed = Callable[[sqlite3.Connection, Filters], tuple[set[int], set[int]]]
+
+
 class LexicalIndex:
     """BM25F search over the postings table, with per-generation caches.
 
@@ -164,12 +169,14 @@ class LexicalIndex:
                 if memory_id in norms
             }
 
-    def _allowed(self, conn: sqlite3.Connection, filters: Filters) -> tuple[set[int], set[int]]:
+    def allowed(self, conn: sqlite3.Connection, filters: Filters) -> tuple[set[int], set[int]]:
         """The ids passing ``filters`` apart from time, and those out of effect at ``filters.now``.
 
         The first set and the time bounds are cached per index generation (a
-        default search filters by validity every time, and ``now`` moves).
+        default search filters by validity every time, and ``now`` moves); the
+        other retrievers use this too, so one search filters once.
         """
+        self._sync(conn)
         key = (filters.channels, filters.kinds, filters.scopes, filters.statuses, filters.tags, filters.prefix,
                filters.now is not None, filters.archived, filters.records)  # fmt: skip
         cached = self._filtered.get(key)
@@ -212,7 +219,7 @@ class LexicalIndex:
                 scores[memory_id] = get(memory_id, 0.0) + value
         candidates: Iterable[tuple[int, float]] = scores.items()
         if filters.restricts:
-            allowed, timed_out = self._allowed(conn, filters)
+            allowed, timed_out = self.allowed(conn, filters)
             candidates = [item for item in candidates if item[0] in allowed and item[0] not in timed_out]
         best = sorted(candidates, key=itemgetter(1), reverse=True)[:limit]
         return [Ranked(memory_id, score) for memory_id, score in best]
