@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from memrouter.index.connection import transaction
 from memrouter.index.lexical import document_terms
 from memrouter.index.postings import PostingsWriter
 from memrouter.index.schema import iter_memory_rows
 from memrouter.model import Memory
-from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore
+from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore, read_regular
 
 __all__ = [
     "Progress",
@@ -233,7 +232,7 @@ def _refresh_one(
         report.problems[stat.name] = f"file is larger than {MAX_FILE_BYTES} bytes; not indexed"
         return
     try:
-        raw = Path(stat.path).read_bytes()
+        raw = read_regular(stat.path)  # never blocks: a FIFO swapped in since the scan is refused
     except OSError as exc:
         report.problems[stat.name] = f"unreadable: {exc.strerror or exc}"
         return

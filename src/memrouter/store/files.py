@@ -69,7 +69,7 @@ def decode(raw: bytes) -> tuple[str, str | None]:
         return raw.decode("utf-8", errors="replace"), f"not valid UTF-8 (byte {exc.start}); read with replacements"
 
 
-def read_regular(path: str | Path, limit: int | None = None) -> bytes:
+def read_regular(path: str | Path) -> bytes:
     """The bytes of a regular file; ``IsADirectoryError`` or ``OSError(EINVAL)`` for anything else.
 
     Opened without blocking, so a FIFO or device named ``*.md`` is refused
@@ -83,13 +83,8 @@ def read_regular(path: str | Path, limit: int | None = None) -> bytes:
         if not stat_module.S_ISREG(mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
+        while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-            if limit is not None and sum(map(len, chunks)) > limit:
-                break
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -247,6 +242,7 @@ class MemoryStore:
                     self._held[name] = fd
                     return True
             except FileNotFoundError:
+                # The lock file was unlinked by a delete after we opened it: take the new one (loop).
                 pass
             except BaseException:
                 os.close(fd)
