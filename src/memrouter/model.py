@@ -238,6 +238,8 @@ class Filters:
     now: str | None = None
     archived: bool = True  # False leaves out archived memories
     records: bool = True  # False leaves out sprint records (sprints/<id>/_sprint)
+    # Only these index row ids (a time phrase's window: memrouter.timefilter); None: no restriction.
+    within: frozenset[int] | None = None
 
     @property
     def empty(self) -> bool:
@@ -247,7 +249,9 @@ class Filters:
     @property
     def restricts(self) -> bool:
         """Any restriction at all, validity included."""
-        return not self.empty or self.now is not None or not self.archived or not self.records
+        return (
+            not self.empty or self.now is not None or not self.archived or not self.records or self.within is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)

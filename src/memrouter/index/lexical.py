@@ -194,6 +194,8 @@ class LexicalIndex:
                 }
             cached = self._filtered[key] = (ids, bounds)
         ids, bounds = cached
+        if filters.within is not None:
+            ids = ids & filters.within
         now = filters.now
         if now is None or not bounds:
             return ids, set()
