@@ -213,3 +213,16 @@ def test_time_words_as_of_a_date_use_the_commit_times_known_then(project: Path) 
         assert names(router.search("what changed this month", as_of="2026-09-10")) == ["database"]
         past = router.search("database PostgreSQL this month", as_of="2026-09-10", mode="lexical")
         assert names(past) == ["database"] and "15" in past[0].snippet  # the text as committed then
+
+
+def test_get_dates_a_memory_from_git_unless_its_front_matter_does(project: Path) -> None:
+    root = project / ".serena" / "memories"
+    (root / "stated.md").write_text("---\ncreated: 2020-02-02\n---\n# Stated\n")
+    (root / "loose.md").write_text("# Loose\n")
+    os.utime(root / "loose.md", (at("2026-11-01"), at("2026-11-01")))
+    with open_router(project) as router:
+        database = router.get("database")
+        assert (database.created, database.updated) == ("2026-09-03T10:00:00Z", "2026-10-20T10:00:00Z")
+        stated = router.get("stated")
+        assert stated.created == "2020-02-02" and stated.updated is not None  # the file time fills the gap only
+        assert router.get("loose").created == "2026-11-01T00:00:00Z"

@@ -262,8 +262,18 @@ class Router(GraphQueries, HistoryQueries):
             return None
 
     def get(self, name: str, as_of: str | None = None) -> Memory:
-        """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``)."""
-        return self.store.read(name) if as_of is None else self.get_as_of(name, as_of)[0]
+        """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``).
+
+        ``created``/``updated`` the file does not state come from git (``memrouter.timefilter.dated``).
+        """
+        if as_of is not None:
+            return self.get_as_of(name, as_of)[0]
+        memory = self.store.read(name)
+        if memory.created is not None and memory.updated is not None:
+            return memory
+        from memrouter.timefilter import dated
+
+        return self._index.indexed(lambda: dated(memory, self._conn, self.config.root))
 
     def list(
         self,

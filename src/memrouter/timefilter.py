@@ -23,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from memrouter.model import Memory
     from memrouter.timewords import TimeWords
 
     Lent = Callable[[], tuple[str | None, dict[str, list[int]] | None]]
@@ -149,3 +150,26 @@ class ActivityTimes:
         times = self.times(conn)
         firsts = [times[memory_id][0] for (memory_id,) in rows if times.get(memory_id)]
         return words.bounded_by(min(firsts)) if firsts else None
+
+
+def dated(memory: Memory, conn: sqlite3.Connection, root: Path) -> Memory:
+    """``memory`` with ``created``/``updated`` its front matter leaves out taken from git, else the file time.
+
+    Committed files: the first and last commit that touched the file
+    (renames followed). Never committed: the file's modification time for both.
+    """
+    if memory.created is not None and memory.updated is not None:
+        return memory
+    from dataclasses import replace
+
+    from memrouter.recordtime import record_times, refresh_record_times
+
+    refresh_record_times(conn, root)
+    found = record_times(conn, [memory.name]).get(memory.name)
+    if found is None:
+        try:
+            moment = Path(memory.path).stat().st_mtime
+        except OSError:
+            return memory
+        found = (int(moment), int(moment))
+    return replace(memory, created=memory.created or iso_time(found[0]), updated=memory.updated or iso_time(found[1]))
