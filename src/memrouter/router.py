@@ -400,6 +400,17 @@ class Router(GraphQueries, HistoryQueries):
         """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``."""
         return self.lifecycle.promote(name, to=to, reason=reason, target=target, merge=merge)
 
+    def escalate(
+        self, summary: str, team_context: dict[str, Any] | None = None, *, title: str | None = None,
+        author: str | None = None,
+    ) -> Memory:  # fmt: skip
+        """Keep a team finding as an investigation note in the open sprint (``memrouter.escalation``)."""
+        from memrouter.escalation import escalation_text
+
+        title, text = escalation_text(summary, team_context, title)
+        return self.save(text, title=title, kind="investigation", channel="sprint", source="team_escalation",
+                         author=author)  # fmt: skip
+
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
         return self.lifecycle.invalidate(name, reason, superseded_by)
