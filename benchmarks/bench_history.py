@@ -112,9 +112,9 @@ def _searches(router: Router, rounds: int) -> tuple[dict[str, float], dict[str, 
     for _ in range(rounds):
         for query in QUERIES:
             for label, call in (
-                ("search(q), live index, warm (baseline)", lambda: router.search(query)),
-                ("search(q, as_of=date), warm", lambda: router.search(query, as_of="2026-01-10")),
-                ("search(q + ' last month'), warm", lambda: router.search(query + " last month")),
+                ("search(q), live index, warm (baseline)", lambda q=query: router.search(q)),
+                ("search(q, as_of=date), warm", lambda q=query: router.search(q, as_of="2026-01-10")),
+                ("search(q + ' last month'), warm", lambda q=query: router.search(q + " last month")),
             ):
                 started = time.perf_counter()
                 call()

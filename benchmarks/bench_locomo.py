@@ -115,13 +115,13 @@ def run(data: list[dict], modes: list[str], settings: list[str], work: Path) -> 
         names, last = write_conversation(sample, root)
         config = Config.load(root=root, index_dir=work / sample["sample_id"] / "index")
         now = last + 86400  # asked the day after the last session
-        with Router(config, watch=False, clock=lambda: now) as router:
+        with Router(config, watch=False, clock=lambda now=now: now) as router:
             started = time.perf_counter()
             router.refresh(embed="hybrid" in modes or "semantic" in modes)
             build_seconds += time.perf_counter() - started
         for setting in settings:
             search = replace(config.search, time_words=setting)
-            with Router(replace(config, search=search), watch=False, clock=lambda: now) as router:
+            with Router(replace(config, search=search), watch=False, clock=lambda now=now: now) as router:
                 for qa in sample["qa"]:
                     evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
                     if not evidence:
