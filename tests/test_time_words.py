@@ -172,7 +172,7 @@ def test_recency_decays_old_sprint_notes_and_leaves_long_term_alone(tmp_path: Pa
     for name, day in (("old", "2026-09-01"), ("new", "2026-11-20")):
         (root / "sprints" / "s1" / f"{name}.md").write_text(f"---\ncreated: {day}\n---\n# Cache {name}\n\ncache\n")
     for name, day in (("old", "2026-01-01"), ("new", "2026-11-20")):
-        (root / f"lt-{name}.md").write_text(f"---\ncreated: {day}\n---\n# Cache {name}\n\ncache\n")
+        (root / f"lt-{name}.md").write_text(f"---\ncreated: {day}\n---\n# Kept cache {name}\n\ncache\n")
     with Router.open(root=root, index_dir=tmp_path / "index", watch=False, clock=lambda: at("2026-11-23")) as router:
         found = {hit.name: hit for hit in router.search("cache", mode="lexical", channels=["sprint", "long_term"])}
     old, new = found["sprints/s1/old"], found["sprints/s1/new"]
@@ -226,3 +226,19 @@ def test_get_dates_a_memory_from_git_unless_its_front_matter_does(project: Path)
         stated = router.get("stated")
         assert stated.created == "2020-02-02" and stated.updated is not None  # the file time fills the gap only
         assert router.get("loose").created == "2026-11-01T00:00:00Z"
+
+
+def test_the_same_content_in_two_channels_shows_once_the_newer_copy_winning(tmp_path: Path) -> None:
+    root = tmp_path / ".serena" / "memories"
+    (root / "sprints" / "s1").mkdir(parents=True)
+    text = "# Same\n\nexact duplicate text zebra\n"
+    (root / "same.md").write_text(text)
+    (root / "sprints" / "s1" / "same.md").write_text(text)
+    (root / "other.md").write_text("# Other\n\nzebra crossing\n")
+    os.utime(root / "same.md", (at("2026-01-01"), at("2026-01-01")))
+    os.utime(root / "sprints" / "s1" / "same.md", (at("2026-11-01"), at("2026-11-01")))
+    with Router.open(root=root, index_dir=tmp_path / "index", watch=False, clock=lambda: at("2026-11-02")) as router:
+        assert names(router.search("zebra duplicate", mode="lexical")) == ["sprints/s1/same", "other"]
+        os.utime(root / "same.md", (at("2026-11-02"), at("2026-11-02")))
+        router.refresh()
+        assert names(router.search("zebra duplicate", mode="lexical")) == ["same", "other"]

@@ -108,6 +108,8 @@ class CanonicalSearch:
         rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
         if any(recency.get(row["channel"]) for row in rows.values()):
             fused = self._decayed(fused, rows, now)
+        if len({row["hash"] for row in rows.values()}) < len(rows):
+            fused = self._one_per_content(fused, rows)
         return [self._hit(item, rows[item.memory_id], query, content, note) for item in fused[:limit]
                 if item.memory_id in rows]  # fmt: skip
 
@@ -145,6 +147,23 @@ class CanonicalSearch:
             why = (*item.why, Match("recency", 0, round(factor, 4), f"{age:.0f} days old, half-life {half_life:g}"))
             scaled.append(replace(item, score=round(item.score * factor, 6), why=why))
         return sorted(scaled, key=lambda item: (-item.score, item.memory_id))
+
+    def _one_per_content(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row]) -> builtins.list[Fused]:
+        """One hit per content hash, at the best rank any copy reached: the most recently changed copy."""
+        latest = self.activity().latest(self.conn)
+        kept: builtins.list[Fused] = []
+        at: dict[str, int] = {}
+        for item in fused:
+            row = rows.get(item.memory_id)
+            if row is None:
+                continue
+            place = at.get(row["hash"])
+            if place is None:
+                at[row["hash"]] = len(kept)
+                kept.append(item)
+            elif latest.get(item.memory_id, "") > latest.get(kept[place].memory_id, ""):
+                kept[place] = replace(item, score=kept[place].score, why=kept[place].why)
+        return kept
 
     def _newest(self, inside: frozenset[int], limit: int, filters: Filters, note: Match | None) -> builtins.list[Hit]:
         """A query that is only a time phrase: the window's memories passing ``filters``, latest activity first."""
