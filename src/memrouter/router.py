@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memrouter.config import Config
 from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.external_api import ExternalQueries
 from memrouter.graph_api import GraphQueries
 from memrouter.history import HistoryQueries
 from memrouter.index import queries
@@ -37,10 +38,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.channels import Lifecycle, Promotion
+    from memrouter.context import Context
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
     from memrouter.scratch import Scratchpad
-    from memrouter.sync.validate import FreshnessReport
     from memrouter.team import Team
     from memrouter.timefilter import ActivityTimes, Lent
 
@@ -49,7 +50,7 @@ __all__ = ["Router", "CANONICAL"]
 log = LazyLogger(__name__)
 
 
-class Router(GraphQueries, HistoryQueries):
+class Router(GraphQueries, HistoryQueries, ExternalQueries):
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it is safe to share
@@ -296,6 +297,20 @@ class Router(GraphQueries, HistoryQueries):
 
         return self._index.indexed(listed)
 
+    def pinned(self) -> builtins.list[str]:
+        """Names of the memories whose front matter says ``pinned: true``, in effect now."""
+        self._index.ensure_fresh()
+        return self._index.indexed(lambda: queries.pinned_names(self._conn))
+
+    def assemble_context(
+        self, query: str | None = None, task: str | None = None, max_tokens: int = 2000, *,
+        channels: Iterable[str] | str | None = None, as_of: str | None = None, format: str = "xml",
+    ) -> Context:  # fmt: skip
+        """The memories an agent needs for ``query``/``task`` in at most ``max_tokens`` (``memrouter.context``)."""
+        from memrouter.context import assemble_context
+
+        return assemble_context(self, query, task, max_tokens, channels=channels, as_of=as_of, format=format)
+
     # -- writing -----------------------------------------------------------
     def save(
         self,
@@ -432,62 +447,3 @@ class Router(GraphQueries, HistoryQueries):
             "config": self.config.summary(),
             "backends": self.backend_status(),
         }
-
-    # -- external backends (memrouter.external) -----------------------------
-    @property
-    def _external(self) -> ExternalServices:
-        """The configured external services (none is built or connected until used)."""
-        with self._lock:  # one set per router, however many threads ask first
-            if self._services is None:
-                from memrouter.external import ExternalServices
-
-                self._services = ExternalServices(self.config, lambda: self._conn, self._index.indexed, self._lock)
-            return self._services
-
-    def backends(self) -> dict[str, Any]:
-        """The configured external backends that could be built, by name (built on first call).
-
-        A backend that cannot be built (not installed, bad settings) is left
-        out and its error shown by ``status``; nothing connects here.
-        """
-        return self._external.configured.built()
-
-    def backend(self, name: str) -> Any:
-        """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
-        return self._external.configured.get(name)
-
-    def backend_status(self) -> builtins.list[dict[str, Any]]:
-        """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        return self._external.status() if self.config.backends else []
-
-    def _current_hashes(self) -> dict[str, str]:
-        """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
-        with self._lock:
-            self.refresh()
-            return self._index.indexed(lambda: queries.current_hashes(self._conn))
-
-    def sync(
-        self,
-        *,
-        backend: str | None = None,
-        changes: str = "all",
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> builtins.list[Any]:
-        """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend.
-
-        ``changes`` is ``"all"`` (every memory and mapping), ``"staged"`` (what
-        ``git diff --cached`` shows under the memories root) or ``"queue"``
-        (the entries the pre-commit hook queued; removed once synced to every
-        backend). See ``memrouter.sync.engine`` for the rules.
-        """
-        return self._index.translated(
-            lambda: self._external.sync(
-                self.store.read, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
-            )
-        )
-
-    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
-        """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
-        current = self._current_hashes()
-        return self._index.indexed(lambda: self._external.validate(current, backend=backend, check_remote=check_remote))

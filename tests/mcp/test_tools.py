@@ -260,7 +260,7 @@ async def test_resources(project_root: Path, tmp_path: Path, connect: Any) -> No
         await call(client, "save_memory", content="# Tabs\n\nIndent with four spaces.\n", kind="convention")
         await call(client, "save_memory", content="# Queue choice\n\nWe picked SQS.\n", kind="decision")
         uris = {str(resource.uri) for resource in (await client.list_resources()).resources}
-        assert uris == {"memory://recent", "memory://conventions", "memory://decisions"}
+        assert uris == {"memory://recent", "memory://conventions", "memory://decisions", "memory://context"}
         templates = (await client.list_resource_templates()).resource_templates
         assert [t.uri_template for t in templates] == ["memory://graph/{+name}", "memory://{+name}"]
 

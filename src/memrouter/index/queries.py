@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
+    "counts", "current_hashes", "generation", "pinned_names", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
     "validity_rows",
 ]  # fmt: skip
 
@@ -137,3 +137,12 @@ def long_term_twins(conn: sqlite3.Connection, file_hash: str, body: str, title: 
     if row is None:
         return None
     return str(row["name"]), "has the same content" if row["same"] else f"has the same title ({title!r})"
+
+
+def pinned_names(conn: sqlite3.Connection) -> list[str]:
+    """Memories whose front matter says ``pinned: true`` (and are not retired), by name."""
+    rows = conn.execute(
+        "SELECT name FROM memories WHERE json_extract(extra, '$.pinned') = 1 AND status NOT IN ('obsolete', 'archived') "
+        "AND superseded_by IS NULL ORDER BY name"
+    )
+    return [row[0] for row in rows]
