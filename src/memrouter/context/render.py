@@ -43,10 +43,11 @@ def _attribute(value: object) -> str:
 
 
 def _provenance(item: ContextItem) -> dict[str, object]:
+    """The item's provenance fields that say something (a title equal to the name, a whole text's size: left out)."""
     fields = {
-        "name": item.name, "title": item.title, "path": item.path, "channel": item.channel, "valid": item.valid,
-        "author": item.author, "confidence": item.confidence, "why": item.why, "tokens": item.cost,
-        "flagged": ",".join(item.flags) or None,
+        "name": item.name, "title": item.title if item.title != item.name else None, "path": item.path,
+        "channel": item.channel, "valid": item.valid, "author": item.author, "confidence": item.confidence,
+        "why": item.why, "tokens": item.cost if item.note else None, "flagged": ",".join(item.flags) or None,
     }  # fmt: skip
     return {key: value for key, value in fields.items() if value is not None}
 
@@ -60,22 +61,24 @@ def _xml(context: Context) -> str:
             continue
         out.append(f"<{block}>")
         listed = [item for item in items if item.listed]
+        if listed:  # the index first, detail after
+            lines = [f"- {_text(_line(item))}" for item in listed]
+            out.append("<index>\n" + "\n".join(lines) + "\n</index>")
         for item in items:
             if item.listed:
                 continue
             tags = "".join(f' {key}="{_attribute(value)}"' for key, value in _provenance(item).items())
             note = f"\n[{_text(item.note)}]" if item.note else ""
             out.append(f"<item{tags}>\n{_text(item.text)}{note}\n</item>")
-        if listed:
-            lines = [f"- {_text(_line(item))}" for item in listed]
-            out.append("<index>\n" + "\n".join(lines) + "\n</index>")
         out.append(f"</{block}>")
     out.append("</memory_context>")
     return "\n".join(out)
 
 
 def _line(item: ContextItem) -> str:
-    parts = [item.name or item.title, item.title if item.name else None, item.why, item.channel]
+    """An index line: name, title (when it says more), why, and the hit's best passage."""
+    title = item.title if item.name and item.title != item.name else None
+    parts = [item.name or item.title, title, item.why, item.text or None]
     return " · ".join(str(p) for p in parts if p)
 
 
@@ -85,6 +88,9 @@ def _markdown(context: Context) -> str:
         if not items:
             continue
         out.append(f"\n## {block.capitalize()}")
+        listed = [item for item in items if item.listed]
+        if listed:
+            out.append("\n" + "\n".join(f"- {_line(item)}" for item in listed))
         for item in items:
             if item.listed:
                 continue
@@ -94,7 +100,4 @@ def _markdown(context: Context) -> str:
             fence = "`" * max(3, longest + 1)
             note = f"\n_{item.note}_" if item.note else ""
             out.append(f"\n### {item.name or item.title}\n[{meta}]{warning}\n{fence}text\n{item.text}\n{fence}{note}")
-        listed = [item for item in items if item.listed]
-        if listed:
-            out.append("\n" + "\n".join(f"- {_line(item)}" for item in listed))
     return "\n".join(out)
