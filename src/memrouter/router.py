@@ -17,18 +17,20 @@ import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
+from memrouter.audit import audited
 from memrouter.config import Config
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.graph_api import GraphQueries
 from memrouter.history import HistoryQueries
+from memrouter.hits import CANONICAL, canonical_hits
 from memrouter.index import queries
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
-from memrouter.index.lexical import snippet
 from memrouter.index.refresh import Progress, RefreshReport
 from memrouter.lazylog import LazyLogger
 from memrouter.model import MODES, Filters, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters, search_filters
+from memrouter.review import ReviewQueries, attach_audit
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
 
@@ -48,12 +50,11 @@ __all__ = ["Router", "CANONICAL"]
 
 log = LazyLogger(__name__)
 
-CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
 CANDIDATE_POOL = 50
 
 
-class Router(GraphQueries, HistoryQueries):
+class Router(GraphQueries, HistoryQueries, ReviewQueries):
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it is safe to share
@@ -66,6 +67,7 @@ class Router(GraphQueries, HistoryQueries):
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
+        attach_audit(self.store, config)  # every change the store makes is a line of audit.jsonl
         self._lock = RLock()
         self._index = IndexKeeper(
             self.store, config.index_path, self._lock, embedder=config.embedder, write_wait=config.index.write_wait,
@@ -244,28 +246,7 @@ class Router(GraphQueries, HistoryQueries):
         pool = limit if mode == "lexical" else max(limit, CANDIDATE_POOL)
         lists = self._candidates(query, mode, filters, pool)
         fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
-        rows = queries.hit_rows(self._conn, [item.memory_id for item in fused])
-        hits = []
-        for item in fused:
-            row = rows.get(item.memory_id)
-            if row is None:
-                continue
-            hits.append(
-                Hit(
-                    name=row["name"],
-                    title=row["title"],
-                    score=item.score,
-                    source=CANONICAL,
-                    channel=row["channel"],
-                    path=row["path"],
-                    hash=row["hash"],
-                    snippet=snippet(row["body"], query, at=item.snippet_offset),
-                    why=item.why,
-                    kind=row["kind"],
-                    content=self._content_of(row["name"]) if content else None,
-                )
-            )
-        return hits
+        return canonical_hits(self._conn, fused, query, self._content_of if content else None)
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
@@ -315,6 +296,7 @@ class Router(GraphQueries, HistoryQueries):
         return self._index.indexed(listed)
 
     # -- writing -----------------------------------------------------------
+    @audited("save")
     def save(
         self,
         content: str,
@@ -359,6 +341,7 @@ class Router(GraphQueries, HistoryQueries):
             self._index.index_written(written)
         return written.memory
 
+    @audited("delete")
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""
         from memrouter.store.compose import check_reason
@@ -372,6 +355,7 @@ class Router(GraphQueries, HistoryQueries):
         return memory
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
+    @audited("edit")
     def edit(
         self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False
     ) -> tuple[Memory, int]:
@@ -393,6 +377,7 @@ class Router(GraphQueries, HistoryQueries):
             self._index.index_written(written)
         return written.memory, count
 
+    @audited("rename")
     def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
 

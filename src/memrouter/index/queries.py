@@ -29,7 +29,9 @@ def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]
         return {}
     marks = ", ".join("?" * len(ids))
     cursor = conn.execute(
-        f"SELECT id, name, title, channel, path, hash, kind, body FROM memories WHERE id IN ({marks})", ids
+        "SELECT id, name, title, channel, path, hash, kind, body, author, source, created, updated, confidence,"
+        f" verified_by FROM memories WHERE id IN ({marks})",
+        ids,
     )
     return {row["id"]: row for row in cursor}
 

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.graph_service import GraphService
+from memrouter.mcp.review_tools import REVIEW_TOOLS, acting_client, review_tools
 from memrouter.mcp.scratch_tools import scratch_owner, scratch_tools
 from memrouter.mcp.service import MemoryService
 from memrouter.mcp.team_service import TeamService
@@ -29,7 +30,7 @@ from memrouter.mcp.wire import refuse_lone_surrogates
 
 __all__ = [
     "create_server", "lean_schema", "INSTRUCTIONS", "GRAPH_TOOLS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS",
-    "TEAM_TOOLS", "SCRATCH_TOOLS",
+    "TEAM_TOOLS", "SCRATCH_TOOLS", "REVIEW_TOOLS",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -152,10 +153,11 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     graph = GraphService(service.router)
     _graph_tools(tools, graph)
     scratch_tools(tools, _run, _WRITE, _READ, service, team.pinned_agent)
+    review_tools(tools, _run, _WRITE, _READ, service)
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )
-    server.middleware.append(refuse_lone_surrogates)
+    server.middleware.extend([refuse_lone_surrogates, acting_client(team.pinned_agent)])
     _resources(server, service, graph)
     return server
 
