@@ -36,6 +36,8 @@ def stamp(content: str, *, author: str | None, now: float, existing: Memory | No
     """
     from memrouter.store import frontmatter
 
+    if not isinstance(content, str) or not content.strip():
+        return content  # nothing to stamp: the save refuses it with its own message
     parsed = frontmatter.parse(content)
     if parsed.problem is not None:
         return content  # the front matter cannot be read: leave it as written (the save reports it)
