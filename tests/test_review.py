@@ -80,6 +80,23 @@ def test_no_read_path_returns_a_pending_memory(router: Router) -> None:
     assert router.get(PENDING_NAME).status == "pending_review"  # reading it by its exact name is allowed
 
 
+def test_the_graph_calls_do_not_show_a_pending_memory(router: Router) -> None:
+    from memrouter.errors import NotFound as GraphNotFound
+
+    def names(items: list[object]) -> str:
+        return json.dumps([item.to_dict() for item in items])  # type: ignore[attr-defined]
+
+    assert PENDING_NAME not in names(router.related("adr/adr-001-postgres", depth=4))
+    assert PENDING_NAME not in names(router.related("ADR-001", depth=4))
+    assert PENDING_NAME not in names(router.neighbors("ci/flaky-tests"))
+    assert PENDING_NAME not in json.dumps(router.get_entity("adr/adr-001-postgres").to_dict())
+    assert PENDING_NAME not in router.graph_export("json")
+    with pytest.raises(GraphNotFound):
+        router.get_entity(PENDING_NAME)
+    router.approve(PENDING_NAME, actor="user:Ada")  # the control: once approved, the graph shows it
+    assert PENDING_NAME in names(router.related("adr/adr-001-postgres", depth=2))
+
+
 def test_pending_memories_survive_an_index_rebuild(router: Router, project: Path) -> None:
     router.refresh(full=True)
     assert [item.name for item in router.pending()] == [PENDING_NAME]
