@@ -19,18 +19,21 @@ is the git user's, resolved once per log, only when a line is written.
 from __future__ import annotations
 
 import functools
-import json
 import time
-from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 from memrouter.errors import InvalidInput
 from memrouter.model import PENDING, Memory
-from memrouter.team.audit import MAX_AUDIT_BYTES, AuditLog
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a search loads this module
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "AUDIT_FILE", "AuditEntry", "MemoryAudit", "Operation", "acting_as", "audited", "current_actor", "git_user",
@@ -39,8 +42,6 @@ __all__ = [
 
 AUDIT_FILE = "audit.jsonl"
 MAX_READ = 10_000
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -117,7 +118,7 @@ def git_user(folder: Path | None) -> str | None:
 class MemoryAudit:
     """Appends one line per memory change to the project's audit log (see the module docstring)."""
 
-    def __init__(self, index_dir: Path, project_dir: Path | None, max_bytes: int = MAX_AUDIT_BYTES) -> None:
+    def __init__(self, index_dir: Path, project_dir: Path | None, max_bytes: int | None = None) -> None:
         self.path = index_dir / AUDIT_FILE
         self._project_dir = project_dir
         self._max_bytes = max_bytes
@@ -141,7 +142,10 @@ class MemoryAudit:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
             pass  # AuditLog reports the failed append
-        log = AuditLog(self.path, self._max_bytes)  # opened per line: a router may live long between writes
+        from memrouter.team.audit import AuditLog  # lazy: a search never writes
+
+        # Opened per line: a router may live long between writes. ``None``: the log's own size limit.
+        log = AuditLog(self.path) if self._max_bytes is None else AuditLog(self.path, self._max_bytes)
         try:
             log.append(
                 time.time(), self.actor(), op, name=name, before=before, after=after, verdict=verdict, reason=reason
@@ -222,6 +226,8 @@ def read_audit(
 
 
 def _entry(line: str) -> AuditEntry | None:
+    import json
+
     try:
         record = json.loads(line)
     except ValueError:
