@@ -126,6 +126,17 @@ def test_approve_by_another_makes_it_active_and_keeps_the_author(router: Router)
         router.reject("adr/adr-001-postgres", actor="user:Ada", reason="no")
 
 
+def test_an_agent_cannot_approve_what_it_wrote_without_an_author(router: Router) -> None:
+    from memrouter.audit import acting_as
+
+    with acting_as("agent:quiet"):  # a verbatim write (Serena's write_memory): no author in the file
+        router.save("---\nstatus: pending_review\n---\n# Guess\n\nMaybe it is Redis.\n", "notes/guess")
+    assert router.get("notes/guess").author is None
+    with pytest.raises(InvalidInput, match="cannot approve"):
+        router.approve("notes/guess", actor="agent:quiet")
+    assert router.approve("notes/guess", actor="agent:other").verified_by == "agent:other"
+
+
 def test_reject_deletes_the_file_and_the_audit_log_keeps_why(router: Router) -> None:
     with pytest.raises(InvalidInput, match="needs a reason"):
         router.reject(PENDING_NAME, actor="agent:reviewer", reason="  ")

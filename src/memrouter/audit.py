@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
-    "AUDIT_FILE", "AuditEntry", "MemoryAudit", "Operation", "acting_as", "audited", "current_actor", "git_user",
+    "AUDIT_FILE", "MAX_READ", "AuditEntry", "MemoryAudit", "Operation", "acting_as", "audited", "current_actor", "git_user",
     "read_audit",
 ]  # fmt: skip
 

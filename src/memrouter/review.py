@@ -10,7 +10,9 @@ reading it by its exact name, or asking for the status, shows it.
 
 ``approve`` sets it active and records the approver in ``verified_by``,
 keeping its ``author``; the author can never approve its own memory (an
-agent's write needs another agent or a person). ``reject`` deletes the file:
+agent's write needs another agent or a person): neither the ``author`` its
+front matter names nor the actor the audit log shows writing this very
+content (Serena's ``write_memory`` stamps no author). ``reject`` deletes the file:
 a rejected claim is not kept where anything could recall it (a git-ignored
 folder would still be one ``cat`` away and grow forever); the audit log keeps
 who rejected which hash and why, and git keeps the text if it was committed.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import builtins
 from pathlib import Path
 
-from memrouter.audit import MemoryAudit, acting_as, operation, read_audit
+from memrouter.audit import MAX_READ, MemoryAudit, acting_as, operation, read_audit
 from memrouter.errors import Conflict, InvalidInput
 from memrouter.model import PENDING, Memory, MemorySummary, Provenance
 from memrouter.provenance import provenance_of
@@ -98,13 +100,18 @@ class ReviewQueries:
                 gone = self.store.delete(name, expected_hash=memory.hash)
                 self._index.unindex(gone.name)
                 return gone
-            if memory.author is not None and memory.author == actor:
+            if memory.author == actor or self._wrote(actor, memory):
                 raise InvalidInput(f"{actor} wrote {name!r} and cannot approve it; another agent or a person must")
             op.verdict = "approved"
             text = frontmatter.update(memory.text, {"status": "active", "verified_by": actor})
             written = self.store.write(name, text, expected_hash=memory.hash)
             self._index.index_written(written)
             return written.memory
+
+    def _wrote(self, actor: str, memory: Memory) -> bool:
+        """Whether the audit log says ``actor`` made this very content (a write that stamped no author)."""
+        lines = read_audit(Path(self.config.index_dir), name=memory.name, actor=actor, limit=MAX_READ)
+        return any(entry.after == memory.hash for entry in lines)
 
     def provenance(self, name: str) -> Provenance:
         """Who wrote memory ``name``, from what and when (git history for what its front matter does not say)."""

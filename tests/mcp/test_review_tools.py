@@ -53,6 +53,12 @@ async def test_an_agent_saves_and_cannot_approve_its_own_memory(project_root: Pa
         assert approved["status"] == "active" and approved["author"] == "agent:writer-bot"
         assert approved["verified_by"] == "agent:reviewer-bot"
         assert (await call(reviewer, "get_pending_memories"))["memories"] == []
+        [hit] = (await call(reviewer, "search_memory", query="cache ttl minutes", limit=1))["results"]
+        assert hit["name"] == name and set(hit["provenance"]) == {"author", "source", "created", "verified_by"}
+        assert (hit["provenance"]["author"], hit["provenance"]["verified_by"]) == (
+            "agent:writer-bot",
+            approved["verified_by"],
+        )
     lines = [json.loads(line) for line in (index / "audit.jsonl").read_text().splitlines()]
     assert [(line["who"], line["op"], line["verdict"]) for line in lines if line.get("name") == name] == [
         ("agent:writer-bot", "save", "ok"),

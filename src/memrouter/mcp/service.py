@@ -96,6 +96,8 @@ class MemoryService:
             item.pop("path", None)
             item.pop("hash", None)
             item["score"] = round(hit.score, 4)
+            if "provenance" in item:  # only what it says: every key costs the agent context
+                item["provenance"] = _compact(item["provenance"])
             results.append(_compact(item))
         retrievers = sorted({m.retriever for hit in hits for m in hit.why})
         return {"query": query, "mode": mode, "retrievers": retrievers, "results": results}
