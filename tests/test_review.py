@@ -185,6 +185,11 @@ def test_review_cli(project: Path) -> None:
 
     code, out = cli("review", "list", "--format", "json")
     assert code == 0 and [m["name"] for m in json.loads(out)["memories"]] == [PENDING_NAME]
+    listed = json.loads(cli("list", "--format", "json")[1])["memories"]
+    assert listed and PENDING_NAME not in [m["name"] for m in listed]
+    for query in QUERIES:
+        found = json.loads(cli("search", query, "--format", "json", "--limit", "50")[1])["results"]
+        assert PENDING_NAME not in [hit["name"] for hit in found], query
     code, out = cli("review", "show", PENDING_NAME, "--format", "json")
     shown = json.loads(out)
     assert shown["provenance"]["author"] == "agent:bot" and shown["provenance"]["created"]  # created: from git
