@@ -1,9 +1,13 @@
-"""A memory's history and a past version, from git: ``Router.history`` and ``get(as_of=...)``.
+"""Time from git: ``Router.history``, ``get(as_of=...)``, ``search(as_of=...)`` and time words.
 
 Builds a git repository holding ai-agents-1026 with 20 further commits to one
 memory, then times ``history(name)`` (target <= 100 ms) and ``get(name,
 as_of=date)`` against a bare ``git log -1`` process run in the same loop, the
-floor any git-backed answer pays.
+floor any git-backed answer pays; then ``search(query, as_of=date)``: the
+first query (which builds that commit's index) and warm ones (target p95 <=
+30 ms), beside the same queries on the live index, and a query with a time
+phrase ("... last month"), with the first read of every memory's commit
+times from git.
 
     .venv/bin/python benchmarks/bench_history.py [--rounds 20]
 """
@@ -18,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import CORPUS, percentiles
+from _common import CORPUS, QUERIES, percentiles
 
 from memrouter import Router
 
@@ -63,16 +67,59 @@ def main() -> None:
                 started = time.perf_counter()
                 old = router.get(name, as_of="2026-01-10")
                 as_of.append((time.perf_counter() - started) * 1000)
+            searches = _searches(router, args.rounds)
         assert len(versions) == 20 + 1, len(versions)
         assert "change on day 10\n" in old.text and "change on day 11\n" not in old.text, old.text[-200:]
     rows = [("bare `git log -1` process (baseline)", floor), ("history(name), 21 versions", history),
             ("get(name, as_of=date)", as_of)]  # fmt: skip
+    firsts, searches = searches[0], searches[1]
     base = percentiles(floor)[0]
     print(f"{'':<40} {'p50 ms':>8} {'p95 ms':>8} {'ratio':>6}")
     for label, samples in rows:
         p50, p95 = percentiles(samples)
         print(f"{label:<40} {p50:>8.1f} {p95:>8.1f} {p50 / base:>6.2f}")
     print(f"(ai-agents-1026 in git, {args.rounds} rounds; history target <= 100 ms)")
+    print()
+    for label, seconds in firsts.items():
+        print(f"{label:<58} {seconds * 1000:>8.0f} ms once")
+    live = percentiles(searches["search(q), live index, warm (baseline)"])[0]
+    print(f"{'':<58} {'p50 ms':>8} {'p95 ms':>8} {'ratio':>6}")
+    for label, samples in searches.items():
+        p50, p95 = percentiles(samples)
+        print(f"{label:<58} {p50:>8.2f} {p95:>8.2f} {p50 / live:>6.2f}")
+    print(f"({len(QUERIES)} queries x {args.rounds} rounds, hybrid mode as configured; as_of warm target p95 <= 30 ms)")
+
+
+def _searches(router: Router, rounds: int) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """First and warm timings of searches as of a date, of time phrases, and of the live index."""
+    from memrouter.recordtime import refresh_record_times
+
+    firsts: dict[str, float] = {}
+    conn = router._index.conn  # the benchmark reads the cache from a cold start: clear what a search made
+    router.search(QUERIES[0])
+    conn.execute("DELETE FROM meta WHERE key = 'record_head'")
+    started = time.perf_counter()
+    refresh_record_times(conn, router.config.root)
+    firsts["commit times of 1,026 memories read from git (first)"] = time.perf_counter() - started
+    started = time.perf_counter()
+    router.search(QUERIES[0], as_of="2026-01-10")
+    firsts["search(q, as_of=date), first: builds the commit's index"] = time.perf_counter() - started
+    samples: dict[str, list[float]] = {
+        "search(q), live index, warm (baseline)": [],
+        "search(q, as_of=date), warm": [],
+        "search(q + ' last month'), warm": [],
+    }
+    for _ in range(rounds):
+        for query in QUERIES:
+            for label, call in (
+                ("search(q), live index, warm (baseline)", lambda q=query: router.search(q)),
+                ("search(q, as_of=date), warm", lambda q=query: router.search(q, as_of="2026-01-10")),
+                ("search(q + ' last month'), warm", lambda q=query: router.search(q + " last month")),
+            ):
+                started = time.perf_counter()
+                call()
+                samples[label].append((time.perf_counter() - started) * 1000)
+    return firsts, samples
 
 
 if __name__ == "__main__":

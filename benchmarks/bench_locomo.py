@@ -3,19 +3,26 @@
 Protocol (../shared/bench/README.md): one memory store per conversation, one
 memory per dialogue turn (``speaker: text``, the image caption when present,
 and the session date as metadata in the text); the query is the question.
-Reported per mode and per category:
+Each turn's front matter says when it was said (``created``: the session's
+date and time), and each conversation is searched "now" = the day after its
+last session, so time words in questions ("in July 2023", "the last week of
+August 2023") are understood the way the product understands them; the
+``--time-words`` settings compare ``[search] time_words`` side by side.
+Reported per mode, time-words setting and category:
 - turn-level recall@1/5/10 (any evidence turn in the top k) and the fraction
   of evidence found, nDCG@10 (ideal over all evidence);
 - session-level recall@5/10 (sessions ranked by their best turn);
 - the number of questions scored (questions whose evidence names no turn are
   skipped and counted).
 
-Usage: python benchmarks/bench_locomo.py [--modes lexical,hybrid] [--data PATH] [--conversations N]
+Usage: python benchmarks/bench_locomo.py [--modes lexical,hybrid] [--time-words off,filter,boost]
+       [--data PATH] [--conversations N]
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import shutil
 import statistics
@@ -35,23 +42,35 @@ def turn_name(dia_id: str) -> str:
     return dia_id.strip().lower().replace(":", "-")
 
 
-def write_conversation(sample: dict, root: Path) -> set[str]:  # type: ignore[type-arg]
-    """One markdown file per turn; returns the names written."""
+def session_time(text: str) -> time.struct_time | None:
+    """``1:56 pm on 8 May, 2023`` as a UTC time, or ``None``."""
+    try:
+        return time.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+
+
+def write_conversation(sample: dict, root: Path) -> tuple[set[str], float]:  # type: ignore[type-arg]
+    """One markdown file per turn; returns the names written and the last session's time (epoch seconds)."""
     conversation = sample["conversation"]
     names: set[str] = set()
     session = 1
+    last = 0.0
     while f"session_{session}" in conversation:
         date = conversation.get(f"session_{session}_date_time", "")
+        when = session_time(date)
+        header = f"---\ncreated: {time.strftime('%Y-%m-%dT%H:%M:%SZ', when)}\n---\n" if when else ""
+        last = max(last, float(calendar.timegm(when))) if when else last
         for turn in conversation[f"session_{session}"]:
             name = turn_name(turn["dia_id"])
-            lines = [f"{turn['speaker']}: {turn['text']}"]
+            lines = [header + f"{turn['speaker']}: {turn['text']}"]
             if turn.get("blip_caption"):
                 lines.append(f"[shared an image: {turn['blip_caption']}]")
             lines.append(f"Date: {date}")
             (root / f"{name}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
             names.add(name)
         session += 1
-    return names
+    return names, last
 
 
 def session_of(name: str) -> str:
@@ -80,45 +99,54 @@ def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
     return result
 
 
-def run(data: list[dict], modes: list[str], work: Path) -> dict[str, dict]:  # type: ignore[type-arg]
-    from memrouter import Router
+def run(data: list[dict], modes: list[str], settings: list[str], work: Path) -> dict[str, dict]:  # type: ignore[type-arg]
+    from dataclasses import replace
 
-    results: dict[str, dict[str, list[dict[str, float]]]] = {m: defaultdict(list) for m in modes}
-    latencies: dict[str, list[float]] = {m: [] for m in modes}
+    from memrouter import Config, Router
+
+    runs = [f"{mode}/{setting}" for mode in modes for setting in settings]
+    results: dict[str, dict[str, list[dict[str, float]]]] = {r: defaultdict(list) for r in runs}
+    latencies: dict[str, list[float]] = {r: [] for r in runs}
     skipped = 0
     build_seconds = 0.0
     for sample in data:
         root = work / sample["sample_id"] / "memories"
         root.mkdir(parents=True)
-        names = write_conversation(sample, root)
-        with Router.open(root=root, index_dir=work / sample["sample_id"] / "index", watch=False) as router:
+        names, last = write_conversation(sample, root)
+        config = Config.load(root=root, index_dir=work / sample["sample_id"] / "index")
+        now = last + 86400  # asked the day after the last session
+        with Router(config, watch=False, clock=lambda now=now: now) as router:
             started = time.perf_counter()
             router.refresh(embed="hybrid" in modes or "semantic" in modes)
             build_seconds += time.perf_counter() - started
-            for qa in sample["qa"]:
-                evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
-                if not evidence:
-                    skipped += 1
-                    continue
-                category = CATEGORIES.get(qa.get("category"), str(qa.get("category")))
-                for mode in modes:
-                    started = time.perf_counter()
-                    hits = router.search(str(qa["question"]), limit=DEPTH, mode=mode)
-                    latencies[mode].append((time.perf_counter() - started) * 1000)
-                    row = score([hit.name for hit in hits], evidence)
-                    results[mode][category].append(row)
-                    results[mode]["all"].append(row)
+        for setting in settings:
+            search = replace(config.search, time_words=setting)
+            with Router(replace(config, search=search), watch=False, clock=lambda now=now: now) as router:
+                for qa in sample["qa"]:
+                    evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
+                    if not evidence:
+                        skipped += 1 if setting == settings[0] else 0
+                        continue
+                    category = CATEGORIES.get(qa.get("category"), str(qa.get("category")))
+                    for mode in modes:
+                        key = f"{mode}/{setting}"
+                        started = time.perf_counter()
+                        hits = router.search(str(qa["question"]), limit=DEPTH, mode=mode)
+                        latencies[key].append((time.perf_counter() - started) * 1000)
+                        row = score([hit.name for hit in hits], evidence)
+                        results[key][category].append(row)
+                        results[key]["all"].append(row)
     report: dict[str, dict] = {
         "skipped_questions": {"count": skipped},
         "index_seconds": {"total": round(build_seconds, 1)},
     }  # type: ignore[type-arg]
-    for mode in modes:
-        report[mode] = {
-            category: {key: round(statistics.fmean(r[key] for r in rows), 4) for key in rows[0]} | {"n": len(rows)}
-            for category, rows in sorted(results[mode].items())
+    for key in runs:
+        report[key] = {
+            category: {k: round(statistics.fmean(r[k] for r in rows), 4) for k in rows[0]} | {"n": len(rows)}
+            for category, rows in sorted(results[key].items())
         }
-        ordered = sorted(latencies[mode])
-        report[mode]["latency_ms"] = {
+        ordered = sorted(latencies[key])
+        report[key]["latency_ms"] = {
             "p50": round(ordered[len(ordered) // 2], 2),
             "p95": round(ordered[int(len(ordered) * 0.95)], 2),
         }
@@ -129,6 +157,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--modes", default="lexical,hybrid")
+    parser.add_argument("--time-words", default="off,filter", help="[search] time_words settings to compare.")
     parser.add_argument("--conversations", type=int, default=None, help="Only the first N conversations.")
     parser.add_argument("--json", action="store_true", help="Print the whole report as JSON.")
     args = parser.parse_args()
@@ -137,9 +166,10 @@ def main() -> None:
         return
     data = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    settings = [s.strip() for s in args.time_words.split(",") if s.strip()]
     work = Path(tempfile.mkdtemp(prefix="locomo-"))
     try:
-        report = run(data, modes, work)
+        report = run(data, modes, settings, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:
@@ -150,14 +180,14 @@ def main() -> None:
     print(
         f"LoCoMo-10: {len(data)} conversations; questions skipped (no evidence turn): {report['skipped_questions']['count']}"
     )
-    print(f"{'mode':<9}{'category':<13}" + "".join(f"{k:>13}" for k in keys) + f"{'n':>6}")
-    for mode in modes:
-        for category, row in report[mode].items():
+    print(f"{'mode/time words':<17}{'category':<13}" + "".join(f"{k:>13}" for k in keys) + f"{'n':>6}")
+    for key in (f"{mode}/{setting}" for mode in modes for setting in settings):
+        for category, row in report[key].items():
             if category == "latency_ms":
                 continue
-            print(f"{mode:<9}{category:<13}" + "".join(f"{row[k]:>13.3f}" for k in keys) + f"{row['n']:>6}")
-        lat = report[mode]["latency_ms"]
-        print(f"{mode:<9}latency ms   p50 {lat['p50']}  p95 {lat['p95']}")
+            print(f"{key:<17}{category:<13}" + "".join(f"{row[k]:>13.3f}" for k in keys) + f"{row['n']:>6}")
+        lat = report[key]["latency_ms"]
+        print(f"{key:<17}latency ms   p50 {lat['p50']}  p95 {lat['p95']}")
     print("targets: turn_r@5 >= 0.62 (plain BM25 0.490), session_r@5 >= 0.93 (BM25 0.876)")
 
 

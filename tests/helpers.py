@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 
@@ -26,3 +28,13 @@ SAMPLE = {
     ),
     "plain-no-heading": "Just a note without any heading about deployment windows on Fridays.\n",
 }
+
+
+def commit(project: Path, message: str, date: str) -> None:
+    """Commit everything in ``project`` as Ada, authored and committed at ``date`` (ISO text)."""
+    env = {
+        **os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
+    }  # fmt: skip
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", message], cwd=project, check=True, env=env)

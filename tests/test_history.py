@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import commit
 
 from memrouter import Router
 from memrouter.errors import InvalidInput, NotFound
-
-
-def commit(project: Path, message: str, date: str) -> None:
-    env = {
-        **os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com", "GIT_COMMITTER_NAME": "Ada",
-        "GIT_COMMITTER_EMAIL": "ada@example.com", "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
-    }  # fmt: skip
-    subprocess.run(["git", "add", "-A"], cwd=project, check=True, env=env)
-    subprocess.run(["git", "commit", "-q", "-m", message], cwd=project, check=True, env=env)
 
 
 @pytest.fixture

@@ -22,7 +22,10 @@ PENDING_TEXT = (
     "I think PostgreSQL orders, flaky tests, caching, deployment windows and commit messages all changed.\n"
     "See [[adr/adr-001-postgres]] and mem:ci/flaky-tests; ADR-001 applies.\n"
 )
-QUERIES = ("postgresql orders", "flaky tests", "caching", "deployment windows", "commit messages", "ADR-001")
+QUERIES = (
+    "postgresql orders", "flaky tests", "caching", "deployment windows", "commit messages", "ADR-001",
+    "what changed this year", "flaky tests changed today",  # time phrases: the window's own listing, and a boost
+)  # fmt: skip
 
 
 def git(project: Path, *args: str) -> str:

@@ -22,6 +22,8 @@ from memrouter.errors import InvalidInput, NotFound
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memrouter.router import Router
     from memrouter.session.git import GitSession
 
@@ -33,27 +35,41 @@ MAX_SNAPSHOTS = 8
 class PastIndexes:
     """The routers of past commits one router has searched (at most ``MAX_SNAPSHOTS`` kept on disk)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, lend: Callable[[float], tuple[str | None, dict[str, list[int]]]]) -> None:
+        """``lend(moment)``: the live router's commit times up to ``moment``, for time words as of then."""
         self.config = config
+        self.lend = lend
         self._open: dict[str, Router] = {}
+        self._resolved: dict[tuple[str, str | None], str] = {}
 
     def router_at(self, as_of: str) -> Router:
         """The Router over the memories at ``as_of``, and that commit's time (epoch seconds)."""
-        from memrouter.history import resolve_revision
+        from memrouter.history import DATE, resolve_revision
         from memrouter.router import Router
         from memrouter.session.git import GitSession
 
         if self.config.project_dir is None:
             raise InvalidInput("searching as of a date or commit needs the memories to be in a git project")
+        from memrouter.recordtime import git_head
+
         session = GitSession(self.config.project_dir)
-        commit = resolve_revision(session, as_of)
+        # A date names the same commit until HEAD moves: resolve it once per HEAD (git_head reads files).
+        # Other revisions (a branch may move while HEAD stays) are resolved every time.
+        key = (as_of, git_head(self.config.project_dir) if DATE.fullmatch(as_of) else None)
+        commit = self._resolved.get(key) if key[1] is not None else None
+        if commit is None:
+            commit = resolve_revision(session, as_of)
+            if key[1] is not None:
+                self._resolved = {k: v for k, v in self._resolved.items() if k[1] == key[1]} | {key: commit}
         router = self._open.get(commit)
         if router is None:
             when = float(session.run("show", "-s", "--format=%ct", commit).stdout.strip() or 0)
             folder = self.config.index_dir / "as-of" / commit
             root = self._snapshot(session, commit, folder)
             past = replace(self.config, root=root, index_dir=folder / "index", backends={})
-            router = Router(past, watch=False, clock=lambda: when)  # validity judged at the commit's time
+            router = Router(  # validity judged at the commit's time
+                past, watch=False, clock=lambda: when, record_times=lambda: self.lend(when)
+            )
             self._open[commit] = router
         return router
 

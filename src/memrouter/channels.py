@@ -277,8 +277,7 @@ class Lifecycle:
             raise InvalidInput(
                 f"memory {source!r} is in the {memory.channel} channel; only sprint memories are promoted"
             )
-        if memory.superseded_by is not None:
-            raise Conflict(f"memory {source!r} was already promoted or superseded: see {memory.superseded_by!r}")
+        _check_promotable(memory)
         sprint = sprint_of(memory.name)
         target = target or (memory.name.split("/", 2)[2] if sprint else memory.name)
         twin = self._twin(memory, target)
@@ -325,6 +324,7 @@ class Lifecycle:
         }  # fmt: skip
         with self.store.lock(plan.source, plan.target):
             memory = self.store.read(plan.source)
+            _check_promotable(memory)  # again under the lock: another process may have promoted it meanwhile
             if plan.merged:
                 existing = self.store.read(plan.target)
                 body = existing.text if memory.body.strip() in existing.body else (
@@ -375,3 +375,11 @@ class Lifecycle:
             written = self.store.write(memory.name, text, expected_hash=memory.hash, record=record)
             self.index.index_written(written)
         return written.memory
+
+
+def _check_promotable(memory: Memory) -> None:
+    """``Conflict`` when ``memory`` was already promoted, superseded or invalidated."""
+    if memory.superseded_by is not None:
+        raise Conflict(f"memory {memory.name!r} was already promoted or superseded: see {memory.superseded_by!r}")
+    if memory.status == "obsolete":
+        raise Conflict(f"memory {memory.name!r} was invalidated; it cannot be promoted")

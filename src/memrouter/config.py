@@ -39,8 +39,9 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "": ("search", "embed", "index", "scratch", "backends"),
-    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval"),
-    "search.weights": RETRIEVERS,
+    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency"),
+    "search.weights": (*RETRIEVERS, "time"),
+    "search.recency": ("long_term", "sprint"),
     "embed": ("model",),
     "index": ("write_wait",),
     "scratch": ("ttl",),
@@ -63,6 +64,13 @@ class SearchConfig:
     # A long-running process re-checks the files at most this often (seconds);
     # writes made through memrouter are visible at once regardless.
     refresh_interval: float = 1.0
+    # A time phrase in a query ("last month"): "boost" memories active then, "filter" to them, or "off".
+    time_words: str = "boost"
+    # Recency decay per channel: a half-life in days (0 = off). Sprint notes age fast; long-term ones do not.
+    recency: dict[str, float] = field(default_factory=lambda: {"long_term": 0.0, "sprint": 14.0})
+
+
+TIME_WORDS = ("filter", "boost", "off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +107,8 @@ class Config:
             "rrf_k": self.search.rrf_k,
             "weights": dict(self.search.weights),
             "refresh_interval": self.search.refresh_interval,
+            "time_words": self.search.time_words,
+            "recency": dict(self.search.recency),
             "embedder": self.embedder,
             "write_wait": self.index.write_wait,
             "scratch_ttl": self.scratch_ttl,
@@ -215,14 +225,7 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
     mode = str(env.get("MEMROUTER_MODE") or section.get("mode", defaults.mode))
     if mode not in MODES:
         raise ConfigError(f"search mode {mode!r} is not one of {', '.join(MODES)}")
-    weights = dict(defaults.weights)
-    raw_weights = section.get("weights", {})
-    if not isinstance(raw_weights, dict):
-        raise ConfigError("[search.weights] must be a table of retriever = weight")
-    for name, value in raw_weights.items():
-        if not isinstance(value, (int, float)) or value < 0:
-            raise ConfigError(f"[search.weights] {name} must be a number >= 0")
-        weights[str(name)] = float(value)
+    weights = _numbers(section, "weights", defaults.weights, "retriever = weight", "a number >= 0")
     try:
         limit = int(section.get("limit", defaults.limit))
         rrf_k = int(section.get("rrf_k", defaults.rrf_k))
@@ -231,7 +234,26 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
         raise ConfigError(f"[search]: {exc}") from exc
     if limit < 1 or rrf_k < 1 or interval < 0:
         raise ConfigError("[search] limit and rrf_k must be >= 1, refresh_interval >= 0")
-    return SearchConfig(mode, limit, rrf_k, weights, interval)
+    time_words = section.get("time_words", defaults.time_words)
+    if time_words not in TIME_WORDS:
+        raise ConfigError(f"[search] time_words {time_words!r} is not one of {', '.join(TIME_WORDS)}")
+    recency = _numbers(
+        section, "recency", defaults.recency, "channel = half-life in days", "a number of days >= 0 (0 turns decay off)"
+    )
+    return SearchConfig(mode, limit, rrf_k, weights, interval, time_words, recency)
+
+
+def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shape: str, rule: str) -> dict[str, float]:
+    """``[search.<key>]``: the defaults, overridden by a table of names to numbers >= 0."""
+    table = dict(defaults)
+    raw = section.get(key, {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f"[search.{key}] must be a table of {shape}")
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigError(f"[search.{key}] {name} must be {rule}")
+        table[str(name)] = float(value)
+    return table
 
 
 def _index_config(section: Any) -> IndexConfig:

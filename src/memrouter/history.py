@@ -17,6 +17,7 @@ from memrouter.model import Memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from memrouter.asof import PastIndexes
@@ -25,13 +26,13 @@ if TYPE_CHECKING:
     from memrouter.session.git import GitSession
     from memrouter.store.files import MemoryStore
 
-__all__ = ["MAX_VERSIONS", "HistoryQueries", "Version", "version_at", "versions"]
+__all__ = ["DATE", "MAX_VERSIONS", "HistoryQueries", "Version", "version_at", "versions"]
 
 MAX_VERSIONS = 200
 _FIELD = "\x1f"
 _FORMAT = f"--format=%x1e%H{_FIELD}%h{_FIELD}%an{_FIELD}%aI{_FIELD}%s"
 # A date (2026-01-05, optionally with a time) or a commit-ish of safe characters (never an option).
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:?\d{2})?)?")
+DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?(Z|[+-]\d{2}:?\d{2})?)?")
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,99}")
 
 
@@ -95,7 +96,7 @@ def resolve_revision(session: GitSession, as_of: str) -> str:
     if not isinstance(as_of, str) or not as_of.strip():
         raise InvalidInput("as_of must be a date (2026-01-05) or a commit")
     as_of = as_of.strip()
-    if _DATE.fullmatch(as_of):
+    if DATE.fullmatch(as_of):
         day_end = as_of if "T" in as_of or " " in as_of else f"{as_of}T23:59:59"
         commit = session.run("rev-list", "-1", f"--before={day_end}", "HEAD", check=False).stdout.strip()
         if not commit:
@@ -139,6 +140,7 @@ class HistoryQueries:
     config: Config
     _lock: Any
     _past: PastIndexes | None
+    _lend_record_times: Callable[[float], tuple[str | None, dict[str, list[int]]]]
 
     def _past_router(self, as_of: str) -> Router:
         """The router over the memories as committed at ``as_of`` (``memrouter.asof``)."""
@@ -146,7 +148,7 @@ class HistoryQueries:
             if self._past is None:
                 from memrouter.asof import PastIndexes
 
-                self._past = PastIndexes(self.config)
+                self._past = PastIndexes(self.config, self._lend_record_times)
             return self._past.router_at(as_of)
 
     def history(self, name: str, limit: int = 20) -> list[Version]:

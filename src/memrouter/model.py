@@ -272,6 +272,8 @@ class Filters:
     archived: bool = True  # False leaves out archived memories
     records: bool = True  # False leaves out sprint records (sprints/<id>/_sprint)
     pending: bool = False  # True brings in memories pending review (asking for that status does too)
+    # Only these index row ids (a time phrase's window: memrouter.timefilter); None: no restriction.
+    within: frozenset[int] | None = None
 
     @property
     def empty(self) -> bool:
@@ -281,7 +283,10 @@ class Filters:
     @property
     def restricts(self) -> bool:
         """Any restriction at all, validity included."""
-        return not self.empty or self.now is not None or not self.archived or not self.records or not self.pending
+        return (
+            not self.empty or self.now is not None or not self.archived or not self.records or not self.pending
+            or self.within is not None
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,7 +93,7 @@ def save_stamped(router: Router, content: str, name: str | None, *, actor: str |
     existing = None
     if name is not None:
         try:
-            existing = router.get(name)
+            existing = router.store.read(name)  # what its front matter says, not dates filled in from git
         except NotFound:
             existing = None
     content = stamp(content, author=fields.get("author") or actor, now=router.clock(), existing=existing)

@@ -22,15 +22,14 @@ from memrouter.config import Config
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.graph_api import GraphQueries
 from memrouter.history import HistoryQueries
-from memrouter.hits import CANONICAL, canonical_hits
 from memrouter.index import queries
-from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
 from memrouter.index.refresh import Progress, RefreshReport
 from memrouter.lazylog import LazyLogger
-from memrouter.model import MODES, Filters, Hit, Memory, MemorySummary
+from memrouter.model import MODES, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters, search_filters
 from memrouter.review import ReviewQueries, attach_audit
+from memrouter.searching import CANONICAL, CanonicalSearch
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
 
@@ -45,13 +44,11 @@ if TYPE_CHECKING:
     from memrouter.scratch import Scratchpad
     from memrouter.sync.validate import FreshnessReport
     from memrouter.team import Team
+    from memrouter.timefilter import ActivityTimes, Lent
 
 __all__ = ["Router", "CANONICAL"]
 
 log = LazyLogger(__name__)
-
-# Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
-CANDIDATE_POOL = 50
 
 
 class Router(GraphQueries, HistoryQueries, ReviewQueries):
@@ -61,7 +58,11 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
     between threads, and any number of processes may open the same root at once.
     """
 
-    def __init__(self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None,
+        record_times: Lent | None = None,
+    ) -> None:  # fmt: skip
+        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.asof``)."""
         self.config = config
         self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
@@ -78,6 +79,9 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
         self._team: Team | None = None
         self._scratch: Scratchpad | None = None
         self._past = None  # memrouter.asof.PastIndexes, made by the first search as_of a date or commit
+        self._activity: ActivityTimes | None = None
+        self._lent_times = record_times
+        self._searcher = CanonicalSearch(self._index, config, self._activity_times, self._content_of)
 
     @classmethod
     def open(
@@ -227,7 +231,7 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
             self._index.ensure_fresh()
             if mode != "lexical":
                 self._index.ensure_embedded()
-            found = self._search_canonical(query, limit, mode, filters, content)
+            found = self._searcher.run(query, limit, mode, filters, content, now)
             return self.lifecycle.mark(self._conn, found, now) if filters.now is None or filters.archived else found
 
         hits = self._index.indexed(canonical)
@@ -237,28 +241,18 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
             return hits
         return self._external.augment(query, limit, hits, content)
 
-    def _search_canonical(
-        self, query: str, limit: int, mode: str, filters: Filters, content: bool
-    ) -> builtins.list[Hit]:
-        """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
-        # Lexical scoring is exact and one list keeps its own order through
-        # fusion, so lexical search alone needs only ``limit`` candidates.
-        pool = limit if mode == "lexical" else max(limit, CANDIDATE_POOL)
-        lists = self._candidates(query, mode, filters, pool)
-        fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
-        return canonical_hits(self._conn, fused, query, self._content_of if content else None)
+    def _activity_times(self) -> ActivityTimes:
+        """When each memory was written or changed (git and front matter), made on first need."""
+        with self._lock:
+            if self._activity is None:
+                from memrouter.timefilter import ActivityTimes
 
-    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
-        """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
-        lists: dict[str, builtins.list[Ranked]] = {}
-        lexical, conn = self._index.lexical, self._conn
-        if mode in ("hybrid", "lexical"):
-            lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
-        if mode in ("hybrid", "semantic"):
-            lists["dense"] = self._index.dense.search(conn, query, filters, pool, passing=lexical.allowed)
-        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:
-            lists["graph"] = self._index.graph.search(conn, query, filters, pool, passing=lexical.allowed)
-        return lists
+                self._activity = ActivityTimes(self.config.root, self._lent_times)
+            return self._activity
+
+    def _lend_record_times(self, moment: float) -> tuple[str | None, dict[str, list[int]]]:
+        """Commit times up to ``moment`` for a past router's time words (it has no git of its own)."""
+        return self._index.indexed(lambda: self._activity_times().commits_until(self._conn, moment))
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
@@ -271,8 +265,18 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
             return None
 
     def get(self, name: str, as_of: str | None = None) -> Memory:
-        """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``)."""
-        return self.store.read(name) if as_of is None else self.get_as_of(name, as_of)[0]
+        """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``).
+
+        ``created``/``updated`` the file does not state come from git (``memrouter.timefilter.dated``).
+        """
+        if as_of is not None:
+            return self.get_as_of(name, as_of)[0]
+        memory = self.store.read(name)
+        if memory.created is not None and memory.updated is not None:
+            return memory
+        from memrouter.timefilter import dated
+
+        return self._index.indexed(lambda: dated(memory, self._conn, self.config.root))
 
     def list(
         self,
@@ -402,6 +406,17 @@ class Router(GraphQueries, HistoryQueries, ReviewQueries):
     ) -> Promotion:
         """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``."""
         return self.lifecycle.promote(name, to=to, reason=reason, target=target, merge=merge)
+
+    def escalate(
+        self, summary: str, team_context: dict[str, Any] | None = None, *, title: str | None = None,
+        author: str | None = None,
+    ) -> Memory:  # fmt: skip
+        """Keep a team finding as an investigation note in the open sprint (``memrouter.escalation``)."""
+        from memrouter.escalation import escalation_text
+
+        title, text = escalation_text(summary, team_context, title)
+        return self.save(text, title=title, kind="investigation", channel="sprint", source="team_escalation",
+                         author=author)  # fmt: skip
 
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""

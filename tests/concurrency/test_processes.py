@@ -245,3 +245,32 @@ def test_a_sprint_closing_while_others_save_into_it_leaves_nothing_behind(tmp_pa
             item.name for item in router.list("sprints/s1/") if item.status != "archived" and "_sprint" not in item.name
         ]
     assert left == []  # every note saved before the close is archived; after it, saves are refused
+
+
+def test_rival_promotions_and_invalidations_of_one_sprint_memory_apply_once(tmp_path: Path) -> None:
+    for attempt in range(3):
+        project, root = make_project(tmp_path / f"run-{attempt}")
+        subprocess.run([*MEMROUTER, "sprint", "start", "s1"], cwd=project, check=True, capture_output=True)
+        subprocess.run([*MEMROUTER, "save", "probe", "--kind", "research", "--content", "# Probe\n\np99 2 ms"],
+                       cwd=project, check=True, capture_output=True)  # fmt: skip
+        commands = [
+            ["promote", "sprints/s1/probe", "--reason", "settled", "--as", "probe-a"],
+            ["promote", "sprints/s1/probe", "--reason", "settled", "--as", "probe-b"],
+            ["invalidate", "sprints/s1/probe", "--reason", "wrong"],
+        ]
+        rivals = [
+            subprocess.Popen([*MEMROUTER, *command], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+            for command in commands
+        ]  # fmt: skip
+        results = [p.communicate(timeout=120) for p in rivals]
+        won = [command for command, p in zip(commands, rivals, strict=True) if p.returncode == 0]
+        assert len(won) >= 1, results
+        promoted = [name for name in ("probe-a", "probe-b") if (root / f"{name}.md").exists()]
+        assert len(promoted) <= 1, promoted  # a memory is promoted once, never twice
+        with Router.open(root=root, index_dir=project / ".memrouter", watch=False) as router:
+            source = router.get("sprints/s1/probe")
+            if promoted:
+                assert source.superseded_by == promoted[0]
+                assert "p99 2 ms" in router.get(promoted[0]).text
+            assert [p.returncode for p in rivals].count(0) == len(promoted) + ("obsolete" == source.status)

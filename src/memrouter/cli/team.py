@@ -27,6 +27,11 @@ def _team(state: State) -> Any:
     return Team.open(config.index_dir, write_wait=config.index.write_wait)
 
 
+def escalation_context(workflow_id: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The team context an escalated workflow keeps: the workflow, what was cleared, the kept log."""
+    return {"workflow_id": workflow_id, **{k: v for k, v in report.items() if k != "summary"}}
+
+
 def _json(text: str | None, what: str) -> Any:
     if text is None:
         return None
@@ -309,19 +314,36 @@ def workflow_start(state: State, name: str, agent: str | None, fmt: str) -> None
 @workflow.command("complete")
 @click.argument("workflow_id")
 @click.option("--summary", default=None, help="What the workflow achieved.")
+@click.option("--escalate", is_flag=True, help="Keep the summary as an investigation note in the open sprint.")
 @OPTIONAL_AGENT
 @FORMAT
 @pass_state
 @handle_errors
-def workflow_complete(state: State, workflow_id: str, summary: str | None, agent: str | None, fmt: str) -> None:
-    """Complete a workflow and clear its records."""
+def workflow_complete(
+    state: State, workflow_id: str, summary: str | None, escalate: bool, agent: str | None, fmt: str
+) -> None:
+    """Complete a workflow and clear its records (--escalate keeps its summary in the sprint)."""
+    if escalate and not (summary or "").strip():
+        raise click.UsageError("--escalate needs --summary: what the workflow found")
+    if escalate and state.router().lifecycle.current() is None:  # refuse before anything is cleared
+        from memrouter.channels import NO_SPRINT
+        from memrouter.errors import InvalidInput
+
+        raise InvalidInput(f"cannot escalate: {NO_SPRINT}")
     with _team(state) as channel:
         report = channel.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
     data = {"id": workflow_id, **report}
+    if escalate:
+        note = state.router().escalate(str(summary), escalation_context(workflow_id, report), author=agent)
+        data["escalated_to"] = note.name
     emit(
         fmt,
         data,
-        lambda: f"completed {workflow_id}: cleared " + ", ".join(f"{n} {t}" for t, n in report["cleared"].items()),
+        lambda: (
+            f"completed {workflow_id}: cleared "
+            + ", ".join(f"{n} {t}" for t, n in report["cleared"].items())
+            + (f"; escalated to {data['escalated_to']}" if escalate else "")
+        ),
     )
 
 

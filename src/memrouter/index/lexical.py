@@ -25,9 +25,14 @@ from functools import lru_cache
 from operator import itemgetter
 
 from memrouter.index.fusion import Ranked
+from memrouter.index.lexical_large import LARGE_CORPUS
 from memrouter.index.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
 from memrouter.model import PENDING, Filters, Memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.index.lexical_large import LargeScorer
 
 __all__ = [
     "Allowed",
@@ -126,7 +131,9 @@ class LexicalIndex:
     query.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, large_from: int = LARGE_CORPUS) -> None:
+        """``large_from``: the memory count from which scoring runs on numpy arrays (``lexical_large``)."""
+        self.large_from = large_from
         self._generation: str | None = None
         self._contributions: dict[str, dict[int, float]] = {}
         self._norms: dict[int, float] = {}
@@ -135,6 +142,7 @@ class LexicalIndex:
             tuple[object, ...], tuple[set[int], dict[int, tuple[str | None, str | None, str | None]]]
         ] = {}
         self._count = 0
+        self._large: LargeScorer | None = None  # numpy scoring from LARGE_CORPUS memories on
 
     def _sync(self, conn: sqlite3.Connection) -> None:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -148,14 +156,25 @@ class LexicalIndex:
         average = (sum(length for _, length in lengths) / self._count) if self._count else 1.0
         average = average or 1.0
         self._norms = {mid: K1 * (1 - B + B * length / average) for mid, length in lengths}
+        self._large = None
+        if self._count >= self.large_from:
+            from memrouter.index.lexical_large import LargeScorer
+
+            self._large = LargeScorer(self._norms, self._count, K1)
         self._generation = generation
 
     def _load(self, conn: sqlite3.Connection, terms: list[str]) -> None:
-        missing = [term for term in terms if term not in self._contributions]
+        large = self._large
+        known = large.terms if large is not None else self._contributions
+        missing = list(dict.fromkeys(term for term in terms if term not in known))
         if not missing:
             return
         marks = ", ".join("?" * len(missing))
         found = dict(conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", missing))
+        if large is not None:
+            for term in missing:
+                large.load(term, found.get(term))
+            return
         norms, total = self._norms, self._count
         for term in missing:
             blob = found.get(term)
@@ -196,6 +215,8 @@ class LexicalIndex:
                 }
             cached = self._filtered[key] = (ids, bounds)
         ids, bounds = cached
+        if filters.within is not None:
+            ids = ids & filters.within
         now = filters.now
         if now is None or not bounds:
             return ids, set()
@@ -213,6 +234,9 @@ class LexicalIndex:
             return []
         self._sync(conn)
         self._load(conn, terms)
+        if self._large is not None:
+            allowed, timed_out = self.allowed(conn, filters) if filters.restricts else (None, set())
+            return [Ranked(mid, score) for mid, score in self._large.top(terms, limit, allowed, timed_out)]
         parts = sorted((self._contributions[term] for term in terms), key=len, reverse=True)
         scores = dict(parts[0])
         for part in parts[1:]:

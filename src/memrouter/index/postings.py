@@ -17,7 +17,7 @@ from zlib import crc32
 
 from memrouter.errors import IndexCorrupt
 
-__all__ = ["PendingRows", "PostingsDamaged", "PostingsWriter", "decode", "encode"]
+__all__ = ["PendingRows", "PostingsDamaged", "PostingsWriter", "checked", "decode", "encode"]
 
 _BATCH = 500
 
@@ -36,13 +36,22 @@ def encode(postings: dict[int, float]) -> bytes:
     return data + crc32(data).to_bytes(4, "little")
 
 
-def decode(blob: bytes, term: str = "?") -> tuple[array[int], array[float]]:
-    """The ids and term frequencies stored in one blob; ``PostingsDamaged`` if it fails its checks."""
+def checked(blob: bytes, term: str = "?") -> bytes:
+    """The ids' and frequencies' bytes of one blob (little-endian int32s, then float32s), checked.
+
+    ``PostingsDamaged`` if the blob fails its length or checksum test.
+    """
     if len(blob) % 8 != 4:
         raise PostingsDamaged(f"postings of {term!r} have a bad length ({len(blob)} bytes)")
     data = blob[:-4]
     if crc32(data) != int.from_bytes(blob[-4:], "little"):
         raise PostingsDamaged(f"postings of {term!r} fail their checksum")
+    return data
+
+
+def decode(blob: bytes, term: str = "?") -> tuple[array[int], array[float]]:
+    """The ids and term frequencies stored in one blob; ``PostingsDamaged`` if it fails its checks."""
+    data = checked(blob, term)
     half = len(data) // 2
     ids = array("i")
     ids.frombytes(data[:half])

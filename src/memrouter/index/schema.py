@@ -188,9 +188,21 @@ MIGRATIONS.append(Migration("0200_knowledge_graph", _GRAPH))
 # index on edge targets that 0200 once made only slowed every write.
 MIGRATIONS.append(Migration("0201_graph_edges_unindexed_targets", "DROP INDEX IF EXISTS graph_edges_target;"))
 
+# Record time from git (memrouter.recordtime): each memory's commit times, read at meta 'record_head'.
+_RECORD_TIMES = """
+CREATE TABLE record_times (
+    name TEXT PRIMARY KEY,
+    created INTEGER NOT NULL,
+    updated INTEGER NOT NULL,
+    commits TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+MIGRATIONS.append(Migration("0300_record_times", _RECORD_TIMES))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
     "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_edges", "graph_keys",
+    "record_times",
 )  # fmt: skip
 
 

@@ -149,7 +149,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     _memrouter_tools(tools, service, team.pinned_agent)
     _serena_tools(tools, service)
     _session_tools(tools, service)
-    _team_tools(tools, team)
+    _team_tools(tools, team, service.router.escalate)
     graph = GraphService(service.router)
     _graph_tools(tools, graph)
     scratch_tools(tools, _run, _WRITE, _READ, service, team.pinned_agent)
@@ -342,7 +342,7 @@ def _client_name(ctx: Context[Any, Any] | None) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _team_tools(tool: _Tools, team: TeamService) -> None:
+def _team_tools(tool: _Tools, team: TeamService, escalated: Callable[..., Any]) -> None:
     def me(agent_id: str | None, ctx: Context[Any, Any] | None) -> str:
         return team.agent(agent_id, _client_name(ctx))
 
@@ -433,10 +433,12 @@ def _team_tools(tool: _Tools, team: TeamService) -> None:
 
     @tool(_DESTRUCTIVE, structured=False)
     def workflow_complete(
-        ctx: Context[Any, Any], workflow_id: str, summary: str | None = None, agent_id: str | None = None
-    ) -> CallToolResult:
-        """Complete a workflow: its agents, tasks, values, handoffs and reservations are cleared."""
-        return _run(lambda: team.workflow_complete(me(agent_id, ctx), workflow_id, summary))
+        ctx: Context[Any, Any], workflow_id: str, summary: str | None = None, escalate: bool = False,
+        agent_id: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Complete a workflow, clearing its records; escalate=true keeps the summary as a note in the open sprint."""
+        chosen = escalated if escalate else None
+        return _run(lambda: team.workflow_complete(me(agent_id, ctx), workflow_id, summary, chosen))
 
 
 def _graph_tools(tool: _Tools, graph: GraphService) -> None:

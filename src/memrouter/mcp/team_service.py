@@ -16,6 +16,14 @@ from typing import Any
 from memrouter.errors import InvalidInput
 from memrouter.team import Team
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memrouter.model import Memory
+
+    Escalate = Callable[..., Memory]
+
 __all__ = ["TeamService"]
 
 
@@ -97,5 +105,15 @@ class TeamService:
     def release(self, agent: str, reservation_ids: list[str] | None) -> dict[str, Any]:
         return {"released": [r.to_dict() for r in self.team.release(agent, reservation_ids)]}
 
-    def workflow_complete(self, agent: str | None, workflow_id: str, summary: str | None) -> dict[str, Any]:
-        return {"id": workflow_id, **self.team.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()}
+    def workflow_complete(
+        self, agent: str | None, workflow_id: str, summary: str | None, escalate: Escalate | None = None
+    ) -> dict[str, Any]:
+        """Complete the workflow; ``escalate`` (``Router.escalate``) keeps its summary as a sprint note."""
+        if escalate is not None and not (summary or "").strip():
+            raise InvalidInput("escalating a workflow needs its summary: what it found")
+        report = self.team.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
+        data = {"id": workflow_id, **report}
+        if escalate is not None:
+            context = {"workflow_id": workflow_id, **{k: v for k, v in report.items() if k != "summary"}}
+            data["escalated_to"] = escalate(str(summary), context, author=f"agent:{agent}" if agent else None).name
+        return data
