@@ -70,7 +70,8 @@ def test_refresh_interval_decides_when_a_long_running_router_looks_again(memorie
         configured(memories, f"[search]\nrefresh_interval = {interval}\n")
         with open_router(memories, tmp_path / str(interval)) as router:  # no watcher: the interval alone decides
             router.search("postgres", mode="lexical")
-            write(memories, f"late/arrival-{interval}", "# Late arrival\n\nzebra crossing\n")
+            # Different text each time: one content in two files is one hit (the newest copy).
+            write(memories, f"late/arrival-{interval}", f"# Late arrival {interval}\n\nzebra crossing\n")
             found = [hit.name for hit in router.search("zebra", mode="lexical")]
             assert (f"late/arrival-{interval}" in found) is seen
 

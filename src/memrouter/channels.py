@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from memrouter.audit import audited
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.model import KIND_CHANNEL, Filters, Hit, Memory
 from memrouter.query import iso_time
@@ -167,6 +168,7 @@ class Lifecycle:
                 return sprint
         raise NotFound(f"no sprint {sprint_id!r}; `memrouter sprint status` lists the sprints")
 
+    @audited("sprint_start")
     def start(self, sprint_id: str, *, weeks: int, goal: str | None) -> Sprint:
         """Open sprint ``sprint_id`` (``Conflict`` while another is open or the id was used)."""
         from memrouter.store.sprints import check_sprint_id, record_name, record_text
@@ -199,6 +201,7 @@ class Lifecycle:
         members = len(sprint_members(self.store, current.id))
         return {"current": current.to_dict() | {"memories": members, "overdue": current.overdue(now)}}, warnings
 
+    @audited("sprint_close")
     def close(
         self,
         *,
@@ -249,6 +252,7 @@ class Lifecycle:
         return memory.superseded_by is None and memory.status != "archived"
 
     # -- promotion -----------------------------------------------------------
+    @audited("promote")
     def promote(
         self, name: str, *, to: str = "long_term", reason: str, target: str | None = None, merge: bool = False
     ) -> Promotion:
@@ -336,6 +340,7 @@ class Lifecycle:
         return plan
 
     # -- validity ------------------------------------------------------------
+    @audited("invalidate")
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark ``name`` obsolete (and superseded) with the reason; see ``Router.invalidate``."""
         from memrouter.store.compose import check_reason

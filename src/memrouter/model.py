@@ -13,12 +13,14 @@ __all__ = [
     "KINDS",
     "MODES",
     "STATUSES",
+    "PENDING",
     "SEARCHED_CHANNELS",
     "KIND_CHANNEL",
     "Memory",
     "MemorySummary",
     "Match",
     "Hit",
+    "Provenance",
     "Filters",
     "Entity",
     "GraphPath",
@@ -31,6 +33,8 @@ __all__ = [
 MODES = ("hybrid", "lexical", "semantic")
 CHANNELS = ("long_term", "sprint", "team", "short_term")
 STATUSES = ("active", "obsolete", "pending_review", "archived")
+# A memory held for review: never a search, list or context result unless asked for (``memrouter.review``).
+PENDING = "pending_review"
 # The channels a search covers when none is named (team and short_term live elsewhere).
 SEARCHED_CHANNELS = ("long_term", "sprint")
 
@@ -180,6 +184,32 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a memory came from: who wrote it, from what, when, how sure, and who verified it.
+
+    ``from_git`` names the fields read from the file's git history because its
+    front matter does not say (a hand-edited file); nothing here is guessed.
+    """
+
+    author: str | None = None
+    source: str | None = None
+    created: str | None = None
+    updated: str | None = None
+    confidence: float = 1.0
+    verified_by: str | None = None
+    from_git: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "author": self.author, "source": self.source, "created": self.created, "updated": self.updated,
+            "confidence": self.confidence, "verified_by": self.verified_by,
+        }  # fmt: skip
+        if self.from_git:
+            data["from_git"] = list(self.from_git)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     """One search result, from the canonical files or an external service."""
 
@@ -195,6 +225,7 @@ class Hit:
     kind: str | None = None
     content: str | None = None
     validity: str | None = None
+    provenance: Provenance | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the search contract (README "Command line"), plus snippet and kind.
@@ -218,6 +249,8 @@ class Hit:
             data["content"] = self.content
         if self.validity is not None:
             data["validity"] = self.validity
+        if self.provenance is not None:
+            data["provenance"] = self.provenance.to_dict()
         return data
 
 
@@ -238,6 +271,7 @@ class Filters:
     now: str | None = None
     archived: bool = True  # False leaves out archived memories
     records: bool = True  # False leaves out sprint records (sprints/<id>/_sprint)
+    pending: bool = False  # True brings in memories pending review (asking for that status does too)
     # Only these index row ids (a time phrase's window: memrouter.timefilter); None: no restriction.
     within: frozenset[int] | None = None
 
@@ -250,8 +284,9 @@ class Filters:
     def restricts(self) -> bool:
         """Any restriction at all, validity included."""
         return (
-            not self.empty or self.now is not None or not self.archived or not self.records or self.within is not None
-        )
+            not self.empty or self.now is not None or not self.archived or not self.records or not self.pending
+            or self.within is not None
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from memrouter.errors import InvalidInput
-from memrouter.model import CHANNELS, SEARCHED_CHANNELS, STATUSES, Filters
+from memrouter.model import CHANNELS, PENDING, SEARCHED_CHANNELS, STATUSES, Filters
 from memrouter.store.names import MAX_NAME_LENGTH
 
 __all__ = [
@@ -104,18 +104,23 @@ def make_filters(
     tags: Iterable[str] | str | None = None,
     prefix: str | None = None,
 ) -> Filters:
-    """Validated ``Filters`` from loose arguments (a single string or a list each)."""
+    """Validated ``Filters`` from loose arguments (a single string or a list each).
+
+    Memories pending review are left out unless ``statuses`` asks for them.
+    """
     if prefix is not None:
         prefix = (
             check_text("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
         )
+    wanted = _values("status", statuses, STATUSES)
     return Filters(
         channels=_values("channel", channels, CHANNELS),
         kinds=_values("kind", kinds, None),
         scopes=_values("scope", scopes, None),
-        statuses=_values("status", statuses, STATUSES),
+        statuses=wanted,
         tags=_values("tag", tags, None),
         prefix=prefix,
+        pending=PENDING in wanted,
     )
 
 

@@ -17,6 +17,7 @@ import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
+from memrouter.audit import audited
 from memrouter.config import Config
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.external_api import ExternalQueries
@@ -28,6 +29,7 @@ from memrouter.index.refresh import Progress, RefreshReport
 from memrouter.lazylog import LazyLogger
 from memrouter.model import MODES, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters, search_filters
+from memrouter.review import ReviewQueries, attach_audit
 from memrouter.searching import CANONICAL, CanonicalSearch
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
@@ -50,7 +52,7 @@ __all__ = ["Router", "CANONICAL"]
 log = LazyLogger(__name__)
 
 
-class Router(GraphQueries, HistoryQueries, ExternalQueries):
+class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it is safe to share
@@ -67,6 +69,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries):
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
+        attach_audit(self.store, config)  # every change the store makes is a line of audit.jsonl
         self._lock = RLock()
         self._index = IndexKeeper(
             self.store, config.index_path, self._lock, embedder=config.embedder, write_wait=config.index.write_wait,
@@ -312,6 +315,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries):
         return assemble_context(self, query, task, max_tokens, channels=channels, as_of=as_of, format=format)
 
     # -- writing -----------------------------------------------------------
+    @audited("save")
     def save(
         self,
         content: str,
@@ -356,6 +360,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries):
             self._index.index_written(written)
         return written.memory
 
+    @audited("delete")
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""
         from memrouter.store.compose import check_reason
@@ -369,6 +374,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries):
         return memory
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
+    @audited("edit")
     def edit(
         self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False
     ) -> tuple[Memory, int]:
@@ -390,6 +396,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries):
             self._index.index_written(written)
         return written.memory, count
 
+    @audited("rename")
     def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
 

@@ -32,7 +32,7 @@ from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
 from memrouter.index.lexical import snippet
 from memrouter.index.text import query_terms
-from memrouter.model import Filters, Hit, Match
+from memrouter.model import Filters, Hit, Match, Provenance
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -188,6 +188,14 @@ class CanonicalSearch:
             why=item.why if note is None else (*item.why, note),
             kind=get("kind"),
             content=self.content_of(get("name")) if content else None,
+            provenance=Provenance(
+                author=get("author"),
+                source=get("source"),
+                created=get("created"),
+                updated=get("updated"),
+                confidence=get("confidence"),
+                verified_by=get("verified_by"),
+            ),
         )
 
 

@@ -29,6 +29,7 @@ async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path
     from memrouter.mcp.server import (
         GRAPH_TOOLS,
         MEMROUTER_TOOLS,
+        REVIEW_TOOLS,
         SCRATCH_TOOLS,
         SERENA_TOOLS,
         SESSION_TOOLS,
@@ -37,7 +38,9 @@ async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path
 
     async with connect(project_root, tmp_path / "index") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == set(MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS + SCRATCH_TOOLS)
+    assert set(tools) == set(
+        MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS + SCRATCH_TOOLS + REVIEW_TOOLS
+    )
     for tool in tools.values():
         assert tool.description and len(tool.description) <= 200, tool.name
     serena = tools["edit_memory"].input_schema

@@ -12,7 +12,7 @@ import click
 
 from memrouter.errors import MemoryRouterError, exit_code_for
 
-__all__ = ["FORMAT", "State", "emit", "handle_errors", "pass_state"]
+__all__ = ["AGENT", "FORMAT", "State", "emit", "handle_errors", "pass_state"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,6 +23,10 @@ FORMAT = click.option(
     default="text",
     show_default=True,
     help="Output format.",
+)
+
+AGENT = click.option(
+    "--agent", default=None, metavar="ID", help="Act as agent ID (agent:ID) instead of you (user:<git user.name>)."
 )
 
 
@@ -40,6 +44,25 @@ class State:
 
             self._router = Router.open(root=self.root, index_dir=self.index_dir, watch=False)
         return self._router
+
+    def actor(self, agent: str | None) -> str | None:
+        """Who acts: ``agent:<agent>``, else ``user:<git config user.name>`` of the project (None if unset)."""
+        from memrouter.audit import git_user
+        from memrouter.query import check_text
+
+        if agent is not None:
+            return f"agent:{check_text('--agent', agent)}"
+        config = self.router().config
+        return git_user(config.project_dir or config.root)
+
+    def reviewer(self, agent: str | None) -> str:
+        """``actor``, required: a review must say who made it."""
+        from memrouter.errors import InvalidInput
+
+        found = self.actor(agent)
+        if found is None:
+            raise InvalidInput("set your name with `git config user.name NAME`, or review as an agent with --agent ID")
+        return found
 
 
 def handle_errors(func: F) -> F:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
+from memrouter.cli.common import AGENT, FORMAT, State, emit, handle_errors, pass_state
 from memrouter.model import CHANNELS, KINDS, MODES, STATUSES
 
 
@@ -188,7 +188,8 @@ def list_(
 @click.option("--channel", default=None, type=click.Choice(CHANNELS))
 @click.option("--scope", default=None, help="project, global or user:<id>.")
 @click.option("--source", default=None, help="Where it came from: ADR-005, a commit, a URL.")
-@click.option("--author", default=None, help="Who wrote it: user:alice, agent:x.")
+@click.option("--author", default=None, help="Who wrote it: user:alice, agent:x (default: you, or --agent).")
+@AGENT
 @click.option("--confidence", type=click.FloatRange(0, 1), default=None)
 @click.option(
     "--expected-hash",
@@ -201,18 +202,23 @@ def list_(
 def save(
     state: State, name: str | None, file_: Any, text_: str | None, title: str | None, tag: tuple[str, ...],
     kind: str | None, channel: str | None, scope: str | None, source: str | None, author: str | None,
-    confidence: float | None, expected_hash: str | None, fmt: str,
+    agent: str | None, confidence: float | None, expected_hash: str | None, fmt: str,
 ) -> None:  # fmt: skip
-    """Write a memory (atomically). NAME defaults to one made from the title."""
+    """Write a memory (atomically), stamped with its author and creation time. NAME defaults to one from the title."""
+    from memrouter.audit import acting_as
     from memrouter.errors import InvalidInput
+    from memrouter.provenance import save_stamped
 
     if (file_ is None) == (text_ is None):
         raise InvalidInput("give the content with exactly one of --file or --content")
-    content = _read_text(file_) if file_ is not None else text_
-    memory = state.router().save(
-        content, name, title=title, tags=tag or None, kind=kind, channel=channel, scope=scope,
-        source=source, author=author, confidence=confidence, expected_hash=expected_hash,
-    )  # fmt: skip
+    content = _read_text(file_) if file_ is not None else str(text_)
+    router = state.router()
+    actor = state.actor(agent)
+    with acting_as(actor):
+        memory = save_stamped(
+            router, content, name, actor=actor, title=title, tags=tag or None, kind=kind, channel=channel,
+            scope=scope, source=source, author=author, confidence=confidence, expected_hash=expected_hash,
+        )  # fmt: skip
     emit(fmt, memory.to_dict(content=False), lambda: f"saved {memory.name} ({memory.hash[:12]})")
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph_extract import key_label, query_keys, word_runs
 from memrouter.index.lexical import Allowed, filter_sql
-from memrouter.model import Filters, Relation
+from memrouter.model import PENDING, Filters, Relation
 
 __all__ = ["Edge", "GraphIndex", "GraphView", "Node", "Step"]
 
@@ -60,13 +60,17 @@ class Step:
 
 
 class GraphView:
-    """Every edge and key of one index generation, held in dictionaries."""
+    """Every edge and key of one index generation, held in dictionaries.
+
+    Memories pending review are not in it, nor what they write: no graph call
+    or graph-reached search result shows them (``memrouter.review``).
+    """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.names: dict[int, str] = {}
         self.ids: dict[str, int] = {}
         self.validity: dict[int, tuple[str | None, str | None]] = {}
-        for row in conn.execute("SELECT id, name, valid_from, valid_until FROM memories"):
+        for row in conn.execute("SELECT id, name, valid_from, valid_until FROM memories WHERE status != ?", (PENDING,)):
             self.names[row[0]] = row[1]
             self.ids[row[1]] = row[0]
             self.validity[row[0]] = (row[2], row[3])
@@ -74,6 +78,8 @@ class GraphView:
         self.memory_keys: dict[int, list[str]] = {}
         self.key_labels: dict[str, str] = {}
         for key, memory_id, label in conn.execute("SELECT key, memory_id, label FROM graph_keys"):
+            if memory_id not in self.names:
+                continue
             self.key_memories.setdefault(key, []).append(memory_id)
             self.memory_keys.setdefault(memory_id, []).append(key)
             self.key_labels.setdefault(key, label)
@@ -81,6 +87,8 @@ class GraphView:
         self.into: dict[str, list[Edge]] = {}
         for row in conn.execute("SELECT memory_id, type, target, label, line, detail FROM graph_edges ORDER BY id"):
             edge = Edge(*row)
+            if edge.memory not in self.names:
+                continue
             self.out.setdefault(edge.memory, []).append(edge)
             self.into.setdefault(edge.target, []).append(edge)
         # Filled on first use, for this generation: each node's hops and each hop's score factor.

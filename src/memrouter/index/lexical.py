@@ -28,7 +28,7 @@ from memrouter.index.fusion import Ranked
 from memrouter.index.lexical_large import LARGE_CORPUS
 from memrouter.index.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
-from memrouter.model import Filters, Memory
+from memrouter.model import PENDING, Filters, Memory
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ def filter_sql(filters: Filters, alias: str = "m", *, timed: bool = True) -> tup
             params.extend([filters.now] * 3)
     if not filters.archived:
         clauses.append(f"{alias}.status != 'archived'")
+    if not filters.pending:
+        clauses.append(f"{alias}.status != '{PENDING}'")
     if not filters.records:
         clauses.append(f"{alias}.name NOT GLOB 'sprints/*/_sprint'")
     return "".join(f" AND {clause}" for clause in clauses), params
@@ -197,7 +199,7 @@ class LexicalIndex:
         """
         self._sync(conn)
         key = (filters.channels, filters.kinds, filters.scopes, filters.statuses, filters.tags, filters.prefix,
-               filters.now is not None, filters.archived, filters.records)  # fmt: skip
+               filters.now is not None, filters.archived, filters.records, filters.pending)  # fmt: skip
         cached = self._filtered.get(key)
         if cached is None:
             where, params = filter_sql(filters, timed=False)

@@ -29,7 +29,9 @@ def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]
         return {}
     marks = ", ".join("?" * len(ids))
     cursor = conn.execute(
-        f"SELECT id, name, title, channel, path, hash, kind, body FROM memories WHERE id IN ({marks})", ids
+        "SELECT id, name, title, channel, path, hash, kind, body, author, source, created, updated, confidence,"
+        f" verified_by FROM memories WHERE id IN ({marks})",
+        ids,
     )
     return {row["id"]: row for row in cursor}
 
@@ -142,7 +144,7 @@ def long_term_twins(conn: sqlite3.Connection, file_hash: str, body: str, title: 
 def pinned_names(conn: sqlite3.Connection) -> list[str]:
     """Memories whose front matter says ``pinned: true`` (and are not retired), by name."""
     rows = conn.execute(
-        "SELECT name FROM memories WHERE json_extract(extra, '$.pinned') = 1 AND status NOT IN ('obsolete', 'archived') "
+        "SELECT name FROM memories WHERE json_extract(extra, '$.pinned') = 1 AND status NOT IN ('obsolete', 'archived', 'pending_review') "
         "AND superseded_by IS NULL ORDER BY name"
     )
     return [row[0] for row in rows]

@@ -23,14 +23,15 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.context_tools import context_resource, context_tools
 from memrouter.mcp.graph_service import GraphService
+from memrouter.mcp.review_tools import REVIEW_TOOLS, acting_client, review_tools
 from memrouter.mcp.scratch_tools import scratch_owner, scratch_tools
 from memrouter.mcp.service import MemoryService
 from memrouter.mcp.team_service import TeamService
-from memrouter.mcp.wire import refuse_lone_surrogates
+from memrouter.mcp.wire import lean_schema, refuse_lone_surrogates
 
 __all__ = [
     "create_server", "lean_schema", "INSTRUCTIONS", "GRAPH_TOOLS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS",
-    "TEAM_TOOLS", "SCRATCH_TOOLS",
+    "TEAM_TOOLS", "SCRATCH_TOOLS", "REVIEW_TOOLS",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -116,30 +117,6 @@ class _Tools:
         return register
 
 
-def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema without what costs the agent context and tells it nothing.
-
-    Pydantic adds a ``title`` to every argument and spells an optional list
-    as ``anyOf: [array, null]`` with ``default: null``; an argument that is
-    simply not required says the same. Validation still runs on the full model.
-    """
-    properties: dict[str, Any] = {}
-    for argument, spec in schema.get("properties", {}).items():
-        spec = {key: value for key, value in spec.items() if key != "title"}
-        options = spec.get("anyOf")
-        if options is not None and "default" in spec and spec["default"] is None:
-            concrete = [option for option in options if option != {"type": "null"}]
-            if len(concrete) == 1:
-                rest = {key: value for key, value in spec.items() if key not in ("anyOf", "default")}
-                spec = {**concrete[0], **rest}
-        properties[argument] = spec
-    lean: dict[str, Any] = {"type": "object", "properties": properties}
-    for key in ("required", "$defs"):
-        if key in schema:
-            lean[key] = schema[key]
-    return lean
-
-
 def create_server(service: MemoryService, *, name: str = "memrouter", team: TeamService | None = None) -> MCPServer:
     """An MCP server exposing ``service`` (and the team tools, over ``team`` or the router's index
     folder); run it with ``.run()`` or mount its HTTP app."""
@@ -156,10 +133,11 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     _graph_tools(tools, graph)
     scratch_tools(tools, _run, _WRITE, _READ, service, team.pinned_agent)
     context_tools(tools, _run, _READ, service)
+    review_tools(tools, _run, _WRITE, _READ, service)
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )
-    server.middleware.append(refuse_lone_surrogates)
+    server.middleware.extend([refuse_lone_surrogates, acting_client(team.pinned_agent)])
     context_resource(server, _resource, service)  # before memory://{+name}, which would take its URI
     _resources(server, service, graph)
     return server

@@ -23,8 +23,10 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from memrouter.audit import current_actor
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.model import CHANNELS, Memory
+from memrouter.provenance import save_stamped
 from memrouter.query import MAX_FILTER_VALUES, check_text
 from memrouter.router import Router
 from memrouter.session.git import GitSession
@@ -94,6 +96,8 @@ class MemoryService:
             item.pop("path", None)
             item.pop("hash", None)
             item["score"] = round(hit.score, 4)
+            if "provenance" in item:  # only what it says: every key costs the agent context
+                item["provenance"] = _compact(item["provenance"])
             results.append(_compact(item))
         retrievers = sorted({m.retriever for hit in hits for m in hit.why})
         return {"query": query, "mode": mode, "retrievers": retrievers, "results": results}
@@ -128,12 +132,12 @@ class MemoryService:
         channel: str | None = None,
         source: str | None = None,
     ) -> dict[str, Any]:
-        """Write a memory (front matter for the given fields) and index it."""
+        """Write a memory (front matter for the given fields, the client agent as its author) and index it."""
         if memory_name is not None:
             _, memory_name = self._split(memory_name, project_only=True)
-        memory = self.router.save(
-            content, memory_name, title=title, tags=_filter_values("tags", tags), kind=kind, channel=channel,
-            source=source,
+        memory = save_stamped(
+            self.router, content, memory_name, actor=current_actor(), title=title, tags=_filter_values("tags", tags),
+            kind=kind, channel=channel, source=source,
         )  # fmt: skip
         data = memory.to_dict(content=False)
         data.pop("path", None)
@@ -273,7 +277,9 @@ class MemoryService:
     # -- resources ------------------------------------------------------------
     def recent(self, limit: int = RECENT_LIMIT) -> dict[str, Any]:
         """The most recently changed memories (by file modification time), newest first."""
-        stats = sorted(self.router.store.scan(), key=lambda stat: stat.mtime_ns, reverse=True)[:limit]
+        held = {item.name for item in self.router.pending()}  # pending review: never listed
+        scanned = (stat for stat in self.router.store.scan() if stat.name not in held)
+        stats = sorted(scanned, key=lambda stat: stat.mtime_ns, reverse=True)[:limit]
         from datetime import datetime
 
         listed = {item.name: item for item in self.router.list()}

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from mcp.shared.message import SessionMessage
     from mcp_types import JSONRPCError
 
-__all__ = ["AnsweringReadStream", "refuse_lone_surrogates", "reply_to_undecodable", "run_stdio"]
+__all__ = ["AnsweringReadStream", "lean_schema", "refuse_lone_surrogates", "reply_to_undecodable", "run_stdio"]
 
 log = logging.getLogger(__name__)
 
@@ -180,3 +180,27 @@ def _surrogate_in(value: Any, path: str = "") -> tuple[str, str] | None:
         elif isinstance(item, list):
             stack.extend((f"{where}[{index}]", child) for index, child in reversed(list(enumerate(item))))
     return None
+
+
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema without what costs the agent context and tells it nothing.
+
+    Pydantic adds a ``title`` to every argument and spells an optional list
+    as ``anyOf: [array, null]`` with ``default: null``; an argument that is
+    simply not required says the same. Validation still runs on the full model.
+    """
+    properties: dict[str, Any] = {}
+    for argument, spec in schema.get("properties", {}).items():
+        spec = {key: value for key, value in spec.items() if key != "title"}
+        options = spec.get("anyOf")
+        if options is not None and "default" in spec and spec["default"] is None:
+            concrete = [option for option in options if option != {"type": "null"}]
+            if len(concrete) == 1:
+                rest = {key: value for key, value in spec.items() if key not in ("anyOf", "default")}
+                spec = {**concrete[0], **rest}
+        properties[argument] = spec
+    lean: dict[str, Any] = {"type": "object", "properties": properties}
+    for key in ("required", "$defs"):
+        if key in schema:
+            lean[key] = schema[key]
+    return lean

@@ -31,7 +31,7 @@ from memrouter.store.names import SUFFIX, name_for_path, path_for_name, validate
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["FileStat", "MemoryStore", "Written", "WRITE_AREA", "decode", "read_regular", "MAX_FILE_BYTES"]
 
@@ -103,6 +103,9 @@ class MemoryStore:
         self._held: dict[str, int] = {}  # name -> lock fd, for locks this store holds now
         self._doomed: set[str] = set()  # names whose lock file goes when released (deleted memories)
         self._cleaned = False
+        # Told of every change this store makes: (name, hash before or None, memory after or None).
+        # The audit log listens here (``memrouter.audit``), so no write path can skip it.
+        self.observer: Callable[[str, str | None, Memory | None], None] | None = None
 
     # -- reading -----------------------------------------------------------
     def scan(self) -> Iterator[FileStat]:
@@ -301,17 +304,17 @@ class MemoryStore:
         path = path_for_name(self.root, name, strict=False) if record else self._path_for_write(name)
         name = name_for_path(self.root, path)
         with self.lock(name):
-            if expected_hash is not None:
-                current = self.current_hash(name)
-                if (current or "") != expected_hash:
-                    state = "does not exist" if current is None else f"has hash {current[:12]}"
-                    raise Conflict(
-                        f"memory {name!r} changed since it was read (it now {state}); read it again and retry"
-                    )
+            current = self.current_hash(name) if expected_hash is not None or self.observer else None
+            if expected_hash is not None and (current or "") != expected_hash:
+                state = "does not exist" if current is None else f"has hash {current[:12]}"
+                raise Conflict(f"memory {name!r} changed since it was read (it now {state}); read it again and retry")
             from memrouter.store.parse import parse_memory
 
             mtime_ns, size = _atomic_write(path, data, self._temp_dir())
-            return Written(parse_memory(name, str(path), text), mtime_ns, size)
+            written = Written(parse_memory(name, str(path), text), mtime_ns, size)
+            if self.observer is not None:
+                self.observer(name, current, written.memory)
+            return written
 
     def _path_for_write(self, name: str) -> Path:
         strict_error: InvalidInput | None = None
@@ -339,6 +342,8 @@ class MemoryStore:
             except FileNotFoundError as exc:
                 raise NotFound(f"memory {memory.name!r} not found") from exc
             self._doomed.add(name)
+            if self.observer is not None:
+                self.observer(name, memory.hash, None)
         _remove_empty_parents(Path(memory.path).parent, self.root)
         return memory
 

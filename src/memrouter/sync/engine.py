@@ -4,7 +4,8 @@ For every memory asked about, ``Syncer.run`` reconciles the backend with the
 file: a file with no mapping is created, one whose hash changed is updated
 (``force`` re-sends unchanged ones too), an unchanged one is skipped, and a
 mapping whose file is gone is marked obsolete on the backend with the reason
-(a soft delete) and forgotten. Renames move the mapping before anything is
+(a soft delete) and forgotten; so is a memory pending review, which is never
+sent (``memrouter.review``). Renames move the mapping before anything is
 sent, so the remote copies are updated in place, never duplicated; ``--all``
 also pairs a vanished name with an unmapped one of the same hash. Content
 over the backend's ``max_content`` is split into linked parts
@@ -39,7 +40,7 @@ from typing import Any
 from memrouter.backends.base import Backend, MemoryDraft, upsert_parts
 from memrouter.backends.split import split_content
 from memrouter.errors import BackendError, BackendUnavailable, InvalidInput, NotFound
-from memrouter.model import Memory
+from memrouter.model import PENDING, Memory
 from memrouter.sync import state
 
 __all__ = ["CONTEXT_PREFIX", "Change", "SyncReport", "Syncer", "draft_for", "marker_for"]
@@ -296,6 +297,9 @@ class Syncer:
             memory: Memory | None = self._read(name)
         except NotFound:
             memory = None
+        if memory is not None and memory.status == PENDING:
+            memory = None  # held for review: never sent, and a copy sent before it was held goes
+            reason = reason or "pending review"
         if memory is None:
             if record is not None:
                 self._obsolete(name, record, report, dry_run, reason)

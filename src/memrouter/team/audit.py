@@ -2,7 +2,10 @@
 
 Payloads, values, contexts and messages never go in: only ids, names and
 states. Appends hold an exclusive ``flock`` on the file, so lines from many
-processes never interleave.
+processes never interleave. The team channel and the memory files
+(``memrouter.audit``) share the file. Past ``max_bytes`` it is renamed to
+``audit.jsonl.1`` (replacing the previous one) under that lock; a process
+still holding the old file notices, under the lock, and reopens the new one.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from typing import Any
 
 from memrouter.lazylog import LazyLogger
 
-__all__ = ["AuditLog"]
+__all__ = ["AuditLog", "MAX_AUDIT_BYTES"]
 
 log = LazyLogger(__name__)
+
+MAX_AUDIT_BYTES = 10 * 1024 * 1024
 
 
 class AuditLog:
@@ -27,8 +32,9 @@ class AuditLog:
     written, so failing the caller then would report a change as not made.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int = MAX_AUDIT_BYTES) -> None:
         self.path = path
+        self.max_bytes = max_bytes
         self.failures = 0
         self._fd: int | None = None  # opened on the first append, kept open (O_APPEND) after
 
@@ -36,16 +42,30 @@ class AuditLog:
         record = {"at": round(at, 6), "who": who, "op": op, **{k: v for k, v in ids.items() if v is not None}}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
+            fd = self._locked()
+            try:
+                if os.fstat(fd).st_size + len(line) > self.max_bytes > 0 and os.fstat(fd).st_size > 0:
+                    os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+                    fd = self._locked()
+                os.write(fd, line)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError as exc:
+            self.failures += 1
+            log.warning("cannot append to the audit log %s: %s", self.path, exc)
+
+    def _locked(self) -> int:
+        """The open log file, locked; reopened when another process has rotated it away."""
+        while True:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                os.write(self._fd, line)
-            finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-        except OSError as exc:
-            self.failures += 1
-            log.warning("cannot append to the audit log %s: %s", self.path, exc)
+                if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
+                    return self._fd
+            except FileNotFoundError:
+                pass
+            self.close()
 
     def close(self) -> None:
         if self._fd is not None:
