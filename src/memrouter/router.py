@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from memrouter.channels import Lifecycle, Promotion
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
+    from memrouter.janitor.records import JanitorReport
     from memrouter.scratch import Scratchpad
     from memrouter.sync.validate import FreshnessReport
     from memrouter.team import Team
@@ -149,24 +150,18 @@ class Router(GraphQueries, HistoryQueries):
     ) -> RefreshReport:
         """Bring the index up to date with the files (incremental unless ``full``).
 
-        ``full`` also re-reads every file, checks the database and rebuilds
-        the postings from the memory rows. ``embed=True`` also embeds every
-        memory that lacks current vectors (building the dense index on first
-        use); ``None`` does so only if the dense index is already in use;
-        ``reembed`` drops vectors made by another model first.
+        ``full`` also re-reads every file, checks the database and rebuilds the postings from the
+        memory rows. ``embed=True`` also embeds every memory that lacks current vectors (building the
+        dense index on first use); ``None`` only if it is in use; ``reembed`` drops other models' vectors first.
         """
         return self._index.refresh(
             full=full, progress=progress, embed=embed, embed_progress=embed_progress, reembed=reembed
         )
 
     def effective_mode(self, mode: str | None = None) -> str:
-        """The mode a search will use.
-
-        ``hybrid`` fuses the retrievers the index has: until it holds vectors
-        (``memrouter index`` builds them) that is lexical alone, so a search
-        never starts embedding a whole corpus by surprise. ``semantic`` asks
-        for vectors explicitly and builds any that are missing.
-        """
+        """The mode a search will use: ``hybrid`` is lexical alone until the index holds vectors
+        (``memrouter index`` builds them), so a search never embeds a corpus by surprise;
+        ``semantic`` asks for vectors explicitly and builds any that are missing."""
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
@@ -239,11 +234,12 @@ class Router(GraphQueries, HistoryQueries):
         self, query: str, limit: int, mode: str, filters: Filters, content: bool
     ) -> builtins.list[Hit]:
         """Candidates from each retriever the mode uses, fused, cut to ``limit``."""
-        # Lexical scoring is exact and one list keeps its own order through
-        # fusion, so lexical search alone needs only ``limit`` candidates.
-        pool = limit if mode == "lexical" else max(limit, CANDIDATE_POOL)
-        lists = self._candidates(query, mode, filters, pool)
-        fused = reciprocal_rank_fusion(lists, self.config.search.weights, self.config.search.rrf_k, limit)
+        # Lexical scoring is exact and keeps its order through fusion: lexical alone needs ``limit`` candidates.
+        decay, now = self.config.janitor, self.clock()  # usage decay (memrouter.index.access): off unless configured
+        pool = limit if mode == "lexical" and not decay.decay else max(limit, CANDIDATE_POOL)
+        lists, weights = self._candidates(query, mode, filters, pool), self.config.search.weights
+        fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, pool)
+        fused = self._index.access.decayed(self._conn, fused, now, decay.decay, decay.stale_days)[:limit]
         rows = queries.hit_rows(self._conn, [item.memory_id for item in fused])
         hits = []
         for item in fused:
@@ -265,6 +261,7 @@ class Router(GraphQueries, HistoryQueries):
                     content=self._content_of(row["name"]) if content else None,
                 )
             )
+        self._index.note_access([hit.name for hit in hits], now)
         return hits
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
@@ -291,7 +288,10 @@ class Router(GraphQueries, HistoryQueries):
 
     def get(self, name: str, as_of: str | None = None) -> Memory:
         """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``)."""
-        return self.store.read(name) if as_of is None else self.get_as_of(name, as_of)[0]
+        memory = self.store.read(name) if as_of is None else self.get_as_of(name, as_of)[0]
+        if as_of is None:  # counted for the janitor and the usage decay (memrouter.index.access)
+            self._index.note_access([memory.name], self.clock())
+        return memory
 
     def list(
         self,
@@ -422,6 +422,12 @@ class Router(GraphQueries, HistoryQueries):
         """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
         return self.lifecycle.invalidate(name, reason, superseded_by)
 
+    def janitor(self, *, apply: bool = False) -> JanitorReport:
+        """Propose (with ``apply``, make) consolidations, never deleting: see ``memrouter.janitor``."""
+        from memrouter.janitor.run import run_janitor
+
+        return run_janitor(self, apply=apply)
+
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
@@ -452,11 +458,7 @@ class Router(GraphQueries, HistoryQueries):
             return self._services
 
     def backends(self) -> dict[str, Any]:
-        """The configured external backends that could be built, by name (built on first call).
-
-        A backend that cannot be built (not installed, bad settings) is left
-        out and its error shown by ``status``; nothing connects here.
-        """
+        """The configured backends that could be built, by name (one that cannot is left out, its error in ``status``)."""
         return self._external.configured.built()
 
     def backend(self, name: str) -> Any:
@@ -483,10 +485,8 @@ class Router(GraphQueries, HistoryQueries):
     ) -> builtins.list[Any]:
         """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend.
 
-        ``changes`` is ``"all"`` (every memory and mapping), ``"staged"`` (what
-        ``git diff --cached`` shows under the memories root) or ``"queue"``
-        (the entries the pre-commit hook queued; removed once synced to every
-        backend). See ``memrouter.sync.engine`` for the rules.
+        ``changes``: ``"all"`` (every memory and mapping), ``"staged"`` (``git diff --cached`` under the root) or
+        ``"queue"`` (what the pre-commit hook queued; dropped once synced everywhere); see ``memrouter.sync.engine``.
         """
         return self._index.translated(
             lambda: self._external.sync(

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
+    "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
     "validity_rows",
 ]  # fmt: skip
 
@@ -137,3 +137,13 @@ def long_term_twins(conn: sqlite3.Connection, file_hash: str, body: str, title: 
     if row is None:
         return None
     return str(row["name"]), "has the same content" if row["same"] else f"has the same title ({title!r})"
+
+
+def consolidation_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every memory with what the janitor compares (``memrouter.janitor``), ``linked`` set when another supersedes it."""
+    return conn.execute(
+        "SELECT name, title, body, hash, tags, channel, kind, status, created, updated, mtime_ns, valid_until, "
+        "expires, superseded_by, extra, "
+        "name IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL) AS linked "
+        "FROM memories ORDER BY name"
+    ).fetchall()
