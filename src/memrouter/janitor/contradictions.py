@@ -3,7 +3,8 @@
 A memory's *subjects* are its title (case and punctuation folded), the
 ``entity``, ``subject`` or ``key`` of its front matter, and its tag set when it
 has two tags or more. Only memories sharing a subject are compared, so the work
-grows with the size of each subject group, never with all pairs. Within a
+grows with the size of each subject group, never with all pairs; a subject shared
+by more than ``MAX_GROUP`` memories is too generic to be one and is skipped. Within a
 group, each memory's statements are read three ways:
 
 - **key facts**: ``key: value`` / ``key = value`` lines (``- port: 5432``,
@@ -26,6 +27,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 from memrouter.janitor.records import Entry, Statement
 
 __all__ = ["Conflict", "find_contradictions", "statements", "subjects"]
@@ -37,6 +42,8 @@ PROVENANCE_KEYS = frozenset(
     "tags tag example examples note notes session pr issue commit status atomicity impact tag id title".split()
 )
 MAX_VALUE_WORDS = 12
+# A subject more memories share than this is a generic title or tag set ("Notes", [ci, github]), not one subject.
+MAX_GROUP = 30
 _FACT = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?([A-Za-z][\w .()/-]{0,40}?)(?:\*\*|__)?\s*(?::|=)\s*(?:\*\*|__)?\s*(.+?)\s*$"
 )
@@ -44,6 +51,7 @@ _NUMBER = re.compile(r"\bv?\d+(?:[.,]\d+)*%?(?![\w-])")
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d{2}\b")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORDS = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_TEMPLATE_WORDS = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|#")
 _NEGATIONS = {"not": "", "no": "", "never": "", "cannot": "can", "can't": "can", "won't": "will", "don't": "do",
               "doesn't": "does", "isn't": "is", "aren't": "are", "wasn't": "was", "shouldn't": "should",
               "mustn't": "must", "didn't": "did", "hasn't": "has", "haven't": "have"}  # fmt: skip
@@ -75,29 +83,41 @@ def subjects(entry: Entry) -> list[str]:
     return found
 
 
-def statements(body: str) -> dict[tuple[str, str], str]:
-    """A memory's comparable statements: (kind, key) -> value, for the three kinds of the module docstring."""
+def statements(body: str, skip: frozenset[str] = frozenset()) -> dict[tuple[str, str], str]:
+    """A memory's comparable statements: (kind, key) -> value, for the three kinds of the module docstring.
+
+    A key the memory itself gives two values (a list of ``Source:`` lines) says nothing single: it is left out.
+    Lines in ``skip`` (those every memory of a group shares word for word) cannot differ and are not read.
+    """
     found: dict[tuple[str, str], str] = {}
+    ambiguous: set[tuple[str, str]] = set()
+
+    def add(key: tuple[str, str], value: str) -> None:
+        if found.setdefault(key, value) != value:
+            ambiguous.add(key)
+
     fenced = False
     for line in body.splitlines():
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
+            continue
+        if line.strip() in skip:
             continue
         match = _FACT.match(line)
         if match and not fenced:
             key = " ".join(match.group(1).lower().split())
             value = match.group(2).strip().strip("*_`").strip().rstrip(".").lower()
             if key not in PROVENANCE_KEYS and value and not value.startswith("//") and not _DATE.search(value):
-                if len(value.split()) <= MAX_VALUE_WORDS:
-                    found.setdefault(("fact", key), value)
-                    continue
+                if len(value.split()) <= MAX_VALUE_WORDS and not value.endswith(":"):
+                    add(("fact", key), value)
+            line = match.group(2)  # its value may hold sentences too (``Update: the pool holds 50``)
         for sentence in _SENTENCE.split(line):
-            _sentence_statements(sentence, found)
-    return found
+            _sentence_statements(sentence, add)
+    return {key: value for key, value in found.items() if key not in ambiguous}
 
 
-def _sentence_statements(sentence: str, found: dict[tuple[str, str], str]) -> None:
-    lowered = sentence.lower().strip()
+def _sentence_statements(sentence: str, add: Callable[[tuple[str, str], str], None]) -> None:
+    lowered = sentence.lower().replace("\u2019", "'").strip()
     if not lowered or _DATE.search(lowered):
         return
     words = _WORDS.findall(lowered)
@@ -105,30 +125,43 @@ def _sentence_statements(sentence: str, found: dict[tuple[str, str], str]) -> No
         return
     numbers = _NUMBER.findall(lowered)
     if numbers:
-        template = " ".join(_WORDS.findall(_NUMBER.sub(" # ", lowered)))
+        template = " ".join(_TEMPLATE_WORDS.findall(_NUMBER.sub(" # ", lowered)))
         if sum(word.isalpha() for word in template.split()) >= 3:
-            found.setdefault(("number", template), " ".join(numbers))
+            add(("number", template), " ".join(sorted(numbers)))  # sorted: numbers swapped in place still agree
         return
     negated = sum(word in _NEGATIONS for word in words)
     kept = " ".join(w for w in (_NEGATIONS.get(word, word) for word in words) if w)
-    found.setdefault(("negation", kept), "negated" if negated % 2 else "affirmed")
+    add(("negation", kept), "negated" if negated % 2 else "affirmed")
 
 
 def _differ(kind: str, older: str, newer: str) -> bool:
-    """Whether two values of one statement contradict (not a mere rewording or typo)."""
+    """Whether two values of one statement contradict: some words replaced, not only added, dropped or mistyped."""
     if older == newer:
         return False
     if kind != "fact":
         return True
-    old_words, new_words = set(older.split()), set(newer.split())
-    if old_words <= new_words or new_words <= old_words:
-        return False  # words added or dropped: an elaboration, not a contradiction
-    only_old, only_new = old_words - new_words, new_words - old_words
-    if len(only_old) == 1 and len(only_new) == 1:
-        a, b = next(iter(only_old)), next(iter(only_new))
-        if a.isalpha() and b.isalpha() and SequenceMatcher(None, a, b).ratio() >= 0.8:
-            return False  # a typo
-    return True
+    a, b = _WORDS.findall(older), _WORDS.findall(newer)
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "replace":
+            continue  # equal, or words added or dropped: an elaboration, not a contradiction
+        old, new = a[i1:i2], b[j1:j2]
+        if sorted(old) == sorted(new):
+            continue  # words swapped
+        if len(old) == len(new) and all(_typo(x, y) for x, y in zip(old, new, strict=True)):
+            continue
+        return True
+    return False
+
+
+def _typo(a: str, b: str) -> bool:
+    """Two words one slip apart (a letter dropped, added, changed or two swapped); never numbers."""
+    if not (a.isalpha() and b.isalpha()) or a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]])
+    long, short = (a, b) if len(a) > len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def find_contradictions(entries: list[Entry], newer: list[int]) -> list[Conflict]:
@@ -142,15 +175,18 @@ def find_contradictions(entries: list[Entry], newer: list[int]) -> list[Conflict
     for position, entry in enumerate(entries):
         for subject in subjects(entry):
             groups[subject].append(position)
-    parsed: dict[int, dict[tuple[str, str], str]] = {}
+    lines: dict[int, set[str]] = {}
     found: dict[tuple[int, int], Conflict] = {}
     for subject, members in sorted(groups.items()):
-        if len(members) < 2:
+        if not 2 <= len(members) <= MAX_GROUP:
             continue
+        for position in members:
+            if position not in lines:
+                lines[position] = {line.strip() for line in entries[position].body.splitlines()}
+        shared = frozenset(set.intersection(*(lines[position] for position in members)))
+        parsed = {position: statements(entries[position].body, shared) for position in members}
         holders: dict[tuple[str, str], list[int]] = defaultdict(list)
         for position in members:
-            if position not in parsed:
-                parsed[position] = statements(entries[position].body)
             for key in parsed[position]:
                 holders[key].append(position)
         differing: dict[tuple[int, int], list[Statement]] = defaultdict(list)

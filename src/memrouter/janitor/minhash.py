@@ -61,35 +61,45 @@ def _mix(values: U64) -> U64:
     return values
 
 
+def _word_ids(texts: list[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[str]]:
+    """Every word of every text as an id (in text order), each text's end in them, and the words by id.
+
+    Texts are read ``CHUNK`` at a time, so only one chunk's words are ever held as strings.
+    """
+    vocabulary: dict[str, int] = {}
+    parts: list[npt.NDArray[np.int64]] = []
+    lengths: list[int] = []
+    for low in range(0, len(texts), CHUNK):
+        per_text = [_WORD.findall(text.lower()) for text in texts[low : low + CHUNK]]
+        lengths += [len(words) for words in per_text]
+        every = [word for words in per_text for word in words]
+        for word in dict.fromkeys(every):
+            vocabulary.setdefault(word, len(vocabulary))
+        parts.append(np.fromiter(map(vocabulary.__getitem__, every), dtype=np.int64, count=len(every)))
+    ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return ids, np.cumsum(np.asarray(lengths, dtype=np.int64)), list(vocabulary)
+
+
 def _shingles(texts: list[str]) -> tuple[U64, npt.NDArray[np.int64]]:
     """Every text's shingle hashes, concatenated, and each text's [start, end) in them."""
-    vocabulary: dict[str, int] = {}
-    ids: list[int] = []
-    ends = np.zeros(len(texts), dtype=np.int64)
-    for position, text in enumerate(texts):
-        ids.extend([vocabulary.setdefault(word, len(vocabulary)) for word in _WORD.findall(text.lower())])
-        ends[position] = len(ids)
+    ids, ends, words_by_id = _word_ids(texts)
     # Each word's hash depends on the word alone (never on which texts came first), so a text's
     # signature is the same in any collection: a pair is found or not whatever else is indexed.
     stable = np.fromiter(
-        (
-            int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-            for word in vocabulary
-        ),
+        (int.from_bytes(hashlib.blake2b(w.encode("utf-8"), digest_size=8).digest(), "little") for w in words_by_id),
         dtype=np.uint64,
-        count=len(vocabulary),
+        count=len(words_by_id),
     )
-    words = stable[np.asarray(ids, dtype=np.int64)]
-    lengths = np.diff(ends, prepend=0)
-    owner = np.repeat(np.arange(len(texts)), lengths)
+    words = stable[ids]
+    del ids
+    owner = np.repeat(np.arange(len(texts), dtype=np.int32), np.diff(ends, prepend=0))
     count = max(0, len(words) - SHINGLE + 1)
     combined = np.zeros(count, dtype=np.uint64)
     for offset in range(SHINGLE):
         combined ^= words[offset : offset + count] * _SPREAD[offset]
     keep = owner[:count] == owner[SHINGLE - 1 : SHINGLE - 1 + count]  # no shingle spans two texts
     hashes = _mix(combined[keep])
-    shingle_owner = owner[:count][keep]
-    bounds = np.searchsorted(shingle_owner, np.arange(len(texts) + 1))
+    bounds = np.searchsorted(owner[:count][keep], np.arange(len(texts) + 1))
     return hashes, bounds.astype(np.int64)
 
 
@@ -99,7 +109,7 @@ def signatures(texts: list[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np
     rng = np.random.default_rng(SEED)
     multipliers = (rng.integers(1, 2**62, size=PERMUTATIONS, dtype=np.uint64) * np.uint64(2) + np.uint64(1))[:, None]
     offsets = rng.integers(0, 2**63, size=PERMUTATIONS, dtype=np.uint64)[:, None]
-    owner_of = np.repeat(np.arange(len(texts)), np.diff(bounds))
+    owner_of = np.repeat(np.arange(len(texts), dtype=np.int32), np.diff(bounds))
     result = np.full((PERMUTATIONS, len(texts)), np.iinfo(np.uint32).max, dtype=np.uint32)
     buffer = np.empty((PERMUTATIONS, CHUNK), dtype=np.uint64)
     for low in range(0, len(hashes), CHUNK):
