@@ -27,11 +27,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from memrouter.janitor.records import Entry, Statement
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-from memrouter.janitor.records import Entry, Statement
 
 __all__ = ["Conflict", "find_contradictions", "statements", "subjects"]
 
