@@ -53,7 +53,9 @@ def main() -> None:
     args = parser.parse_args()
     if not CORPUS.is_dir():
         sys.exit(f"{CORPUS} is not available")
-    originals = {str(p.relative_to(CORPUS).with_suffix("")).lower(): p.read_text() for p in sorted(CORPUS.rglob("*.md"))}
+    originals = {
+        str(p.relative_to(CORPUS).with_suffix("")).lower(): p.read_text() for p in sorted(CORPUS.rglob("*.md"))
+    }
     if not args.skip_quality:
         quality(originals)
     if not args.skip_speed:
@@ -102,8 +104,7 @@ def quality(originals: dict[str, str]) -> None:
     own = sum(
         1
         for pair in reported - planted
-        if len({origin(n) for n in pair}) == 1
-        or _jaccard(*(originals.get(origin(n), "") for n in sorted(pair))) >= 0.5
+        if len({origin(n) for n in pair}) == 1 or _jaccard(*(originals.get(origin(n), "") for n in sorted(pair))) >= 0.5
     )
     conflicts = {f.names for f in report.findings if f.reason == "contradiction"}
     caught = {
