@@ -37,101 +37,95 @@ def analyse(entries: list[Entry], now: str, closed_sprints: Mapping[str, str]) -
     ``now`` is an ISO 8601 time; ``closed_sprints`` maps each closed sprint's
     id to when it closed.
     """
-    order = sorted(range(len(entries)), key=lambda i: (entries[i].when, entries[i].name))
-    rank = [0] * len(entries)
-    for position, index in enumerate(order):
-        rank[index] = position
-    findings: list[Finding] = []
-    wanted: dict[int, list[tuple[int, str, str]]] = defaultdict(list)  # older -> [(newer, reason, text)]
-
-    representatives = _exact_duplicates(entries, rank, findings, wanted)
-    _near_duplicates(entries, rank, representatives, findings, wanted)
-    _contradictions(entries, rank, representatives, findings, wanted)
-    expiring = _expiry(entries, now, closed_sprints, findings)
-    return findings, _proposals(entries, rank, wanted, expiring)
+    run = _Analysis(entries)
+    representatives = run.exact_duplicates()
+    run.near_duplicates(representatives)
+    run.contradictions(representatives)
+    expiring = _expiry(entries, now, closed_sprints, run.findings)
+    return run.findings, _proposals(entries, run.rank, run.wanted, expiring)
 
 
-def _exact_duplicates(
-    entries: list[Entry], rank: list[int], findings: list[Finding], wanted: dict[int, list[tuple[int, str, str]]]
-) -> list[int]:
-    """Group by body hash; the newest of each group stays. Returns one memory per body (the newest)."""
-    groups: dict[str, list[int]] = defaultdict(list)
-    for index, entry in enumerate(entries):
-        if entry.body.strip():
-            groups[_body_hash(entry.body)].append(index)
-    representatives = []
-    for digest, members in groups.items():
-        members.sort(key=lambda i: -rank[i])
-        representatives.append(members[0])
-        if len(members) > 1:
-            kept = entries[members[0]].name
-            findings.append(
-                Finding("duplicate", tuple(entries[i].name for i in members), {"body_sha256": digest, "kept": kept})
+class _Analysis:
+    """The entries ranked by age (higher is newer), the findings so far, and what each older memory points at."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self.entries = entries
+        order = sorted(range(len(entries)), key=lambda i: (entries[i].when, entries[i].name))
+        self.rank = [0] * len(entries)
+        for position, index in enumerate(order):
+            self.rank[index] = position
+        self.findings: list[Finding] = []
+        self.wanted: dict[int, list[tuple[int, str, str]]] = defaultdict(list)  # older -> [(newer, reason, text)]
+
+    def exact_duplicates(self) -> list[int]:
+        """Group by body hash; the newest of each group stays. Returns one memory per body (the newest)."""
+        groups: dict[str, list[int]] = defaultdict(list)
+        for index, entry in enumerate(self.entries):
+            if entry.body.strip():
+                groups[_body_hash(entry.body)].append(index)
+        representatives = []
+        for digest, members in groups.items():
+            members.sort(key=lambda i: -self.rank[i])
+            representatives.append(members[0])
+            if len(members) > 1:
+                kept = self.entries[members[0]].name
+                self.findings.append(
+                    Finding(
+                        "duplicate", tuple(self.entries[i].name for i in members), {"body_sha256": digest, "kept": kept}
+                    )
+                )
+                for older in members[1:]:
+                    self.wanted[older].append((members[0], "duplicate", f"same content as {kept}"))
+        return sorted(representatives)
+
+    def near_duplicates(self, representatives: list[int]) -> None:
+        """MinHash LSH over the representatives; each older memory points at its newest near-duplicate."""
+        pairs = near_duplicate_pairs([self.entries[i].body for i in representatives], NEAR_DUPLICATE)
+        parent = {i: i for i in range(len(representatives))}
+
+        def root(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        by_group: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+        for pair in pairs:
+            parent[root(pair.first)] = root(pair.second)
+        best: dict[int, tuple[int, float]] = {}
+        for pair in pairs:
+            a, b = representatives[pair.first], representatives[pair.second]
+            by_group[root(pair.first)].append((a, b, pair.similarity))
+            older, newer = (a, b) if self.rank[a] < self.rank[b] else (b, a)
+            if older not in best or self.rank[newer] > self.rank[best[older][0]]:
+                best[older] = (newer, pair.similarity)
+        for group in sorted(by_group.values(), key=lambda g: min(self.entries[i].name for p in g for i in p[:2])):
+            names = sorted({self.entries[i].name for a, b, _ in group for i in (a, b)})
+            evidence = [{"a": self.entries[a].name, "b": self.entries[b].name, "similarity": s} for a, b, s in group]
+            self.findings.append(Finding("near_duplicate", tuple(names), {"pairs": evidence}))
+        for older, (newer, similarity) in best.items():
+            text = f"near-duplicate of {self.entries[newer].name} (shingle similarity {similarity:.2f})"
+            self.wanted[older].append((newer, "near_duplicate", text))
+
+    def contradictions(self, representatives: list[int]) -> None:
+        chosen = [self.entries[i] for i in representatives]
+        for conflict in find_contradictions(chosen, [self.rank[i] for i in representatives]):
+            older, newer = representatives[conflict.older], representatives[conflict.newer]
+            shown = "; ".join(f"{s.key}: {s.older} -> {s.newer}" for s in conflict.statements[:3])
+            self.findings.append(
+                Finding(
+                    "contradiction",
+                    (self.entries[older].name, self.entries[newer].name),
+                    {
+                        "subject": conflict.subject,
+                        "newer": self.entries[newer].name,
+                        "statements": [s.to_dict() for s in conflict.statements],
+                    },
+                )
             )
-            for older in members[1:]:
-                wanted[older].append((members[0], "duplicate", f"same content as {kept}"))
-    return sorted(representatives)
-
-
-def _near_duplicates(
-    entries: list[Entry],
-    rank: list[int],
-    representatives: list[int],
-    findings: list[Finding],
-    wanted: dict[int, list[tuple[int, str, str]]],
-) -> None:
-    """MinHash LSH over the representatives; each older memory points at its newest near-duplicate."""
-    pairs = near_duplicate_pairs([entries[i].body for i in representatives], NEAR_DUPLICATE)
-    parent = {i: i for i in range(len(representatives))}
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    by_group: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
-    for pair in pairs:
-        parent[root(pair.first)] = root(pair.second)
-    best: dict[int, tuple[int, float]] = {}
-    for pair in pairs:
-        a, b = representatives[pair.first], representatives[pair.second]
-        by_group[root(pair.first)].append((a, b, pair.similarity))
-        older, newer = (a, b) if rank[a] < rank[b] else (b, a)
-        if older not in best or rank[newer] > rank[best[older][0]]:
-            best[older] = (newer, pair.similarity)
-    for group in sorted(by_group.values(), key=lambda g: min(entries[i].name for p in g for i in p[:2])):
-        names = sorted({entries[i].name for a, b, _ in group for i in (a, b)})
-        evidence = [{"a": entries[a].name, "b": entries[b].name, "similarity": s} for a, b, s in group]
-        findings.append(Finding("near_duplicate", tuple(names), {"pairs": evidence}))
-    for older, (newer, similarity) in best.items():
-        text = f"near-duplicate of {entries[newer].name} (shingle similarity {similarity:.2f})"
-        wanted[older].append((newer, "near_duplicate", text))
-
-
-def _contradictions(
-    entries: list[Entry],
-    rank: list[int],
-    representatives: list[int],
-    findings: list[Finding],
-    wanted: dict[int, list[tuple[int, str, str]]],
-) -> None:
-    chosen = [entries[i] for i in representatives]
-    for conflict in find_contradictions(chosen, [rank[i] for i in representatives]):
-        older, newer = representatives[conflict.older], representatives[conflict.newer]
-        shown = "; ".join(f"{s.key}: {s.older} -> {s.newer}" for s in conflict.statements[:3])
-        findings.append(
-            Finding(
-                "contradiction",
-                (entries[older].name, entries[newer].name),
-                {
-                    "subject": conflict.subject,
-                    "newer": entries[newer].name,
-                    "statements": [s.to_dict() for s in conflict.statements],
-                },
+            self.wanted[older].append(
+                (newer, "contradiction", f"contradicted by newer {self.entries[newer].name} ({shown})")
             )
-        )
-        wanted[older].append((newer, "contradiction", f"contradicted by newer {entries[newer].name} ({shown})"))
 
 
 def _expiry(
