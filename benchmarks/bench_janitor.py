@@ -16,9 +16,11 @@ run time from the corpus's paragraphs and LoCoMo's dialogue turns (never
 written to the repository), a tenth of them near-copies. Timed: the analysis
 (``memrouter.janitor.analyse``: exact and near duplicates, contradictions,
 expiry) over the memories already read (as the janitor has them after its one
-index query); not timed: making the texts. Beside it, in the same run, the
-baseline: SHA-256 of every text. Peak memory: the process's maximum resident
-size after each size (ru_maxrss).
+index query), and its two main steps alone; not timed: making the texts.
+Beside it, in the same run, the baseline: SHA-256 of every text. Peak memory:
+the process's maximum resident size so far (ru_maxrss). For ``--router-sizes``
+the memories are also written as files and indexed (not timed), then the
+whole ``Router.janitor()`` call is timed over that index.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrouter.janitor.analyse import analyse
+from memrouter.janitor.analyse import NEAR_DUPLICATE, analyse
+from memrouter.janitor.contradictions import find_contradictions
+from memrouter.janitor.minhash import near_duplicate_pairs
 from memrouter.janitor.records import Entry
 from memrouter.router import Router
 from memrouter.testing.janitor_seed import seeded_set
@@ -50,6 +54,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--router-sizes", default="10000", help="sizes also timed through Router.janitor()")
     args = parser.parse_args()
     if not CORPUS.is_dir():
         sys.exit(f"{CORPUS} is not available")
@@ -59,8 +64,9 @@ def main() -> None:
     if not args.skip_quality:
         quality(originals)
     if not args.skip_speed:
+        through = {int(s) for s in args.router_sizes.split(",") if s}
         for size in (int(s) for s in args.sizes.split(",")):
-            speed(originals, size)
+            speed(originals, size, size in through)
 
 
 def _shingles(text: str) -> set[tuple[str, ...]]:
@@ -161,7 +167,7 @@ def synthetic(originals: dict[str, str], size: int, seed: int = 11) -> list[Entr
     return entries
 
 
-def speed(originals: dict[str, str], size: int) -> None:
+def speed(originals: dict[str, str], size: int, through_router: bool) -> None:
     entries = synthetic(originals, size)
     words = sum(len(entry.body.split()) for entry in entries)
     started = time.perf_counter()
@@ -169,14 +175,35 @@ def speed(originals: dict[str, str], size: int) -> None:
         hashlib.sha256(entry.body.encode("utf-8")).hexdigest()
     baseline = time.perf_counter() - started
     started = time.perf_counter()
+    near_duplicate_pairs([entry.body for entry in entries], NEAR_DUPLICATE)
+    minhash = time.perf_counter() - started
+    started = time.perf_counter()
+    find_contradictions(entries, list(range(len(entries))))
+    contradictions = time.perf_counter() - started
+    started = time.perf_counter()
     findings, proposals = analyse(entries, "2026-11-23T00:00:00Z", {})
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     counts = {r: sum(f.reason == r for f in findings) for r in ("duplicate", "near_duplicate", "contradiction")}
     target = 5 if size <= 10_000 else 60
     print(f"{size:>7,} memories ({words / size:.0f} words each): SHA-256 of every text (baseline) {baseline:.3f} s; "
-          f"janitor analysis {took:.2f} s ({took / baseline:.0f}x; target <= {target} s); "
-          f"peak RSS {peak:.0f} MiB; {counts}, {len(proposals)} proposals")  # fmt: skip
+          f"janitor analysis {took:.2f} s ({took / baseline:.0f}x; target <= {target} s) "
+          f"[alone: MinHash LSH {minhash:.2f} s, contradictions {contradictions:.2f} s]; "
+          f"peak RSS so far {peak:.0f} MiB; {counts}, {len(proposals)} proposals")  # fmt: skip
+    if through_router:
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder) / "memories"
+            for entry in entries:
+                path = root / f"{entry.name}.md"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(f"---\nupdated: '{entry.when}'\n---\n{entry.body}", encoding="utf-8")
+            with Router.open(root=root, index_dir=Path(folder) / "index", watch=False) as router:
+                router.refresh()
+                started = time.perf_counter()
+                report = router.janitor()
+                whole = time.perf_counter() - started
+        print(f"{size:>7,} memories through Router.janitor() over a fresh index (a stat scan, one query for the "
+              f"rows and access counts, the analysis, the report): {whole:.2f} s; {len(report.proposals)} proposals")  # fmt: skip
 
 
 if __name__ == "__main__":
