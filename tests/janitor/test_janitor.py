@@ -160,3 +160,19 @@ def test_the_command_prints_the_report_and_applies_only_when_asked(tmp_path: Pat
     text = CliRunner().invoke(main, args[:-2])
     assert text.exit_code == 0
     assert ("would supersede" in text.output) is (flags != ["--apply"])
+
+
+def test_a_memory_changed_after_the_analysis_is_skipped_and_said_so(tmp_path: Path) -> None:
+    from memrouter.janitor.run import _apply
+
+    root = project(tmp_path)
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False, clock=lambda: NOW) as router:
+        report = router.janitor()
+        hashes = {p.name: router.get(p.name).hash for p in report.proposals}
+        edited = DB_OLD.replace("shared cluster", "shared cluster (checked today)")
+        write(root, "db/staging-old", edited)  # someone edits it between the report and the apply
+        done, skipped = _apply(router, list(report.proposals), hashes)
+        assert skipped == ["db/staging-old changed since the analysis; not changed (run the janitor again)"]
+        assert [p.name for p in done if not p.applied] == ["db/staging-old"]
+        assert (root / "db/staging-old.md").read_text() == edited
+        assert router.get("copy-one").status == "obsolete"

@@ -26,7 +26,7 @@ def janitor(state: State, apply: bool, fmt: str) -> None:
     def text() -> str:
         counts = report.counts()
         lines = [
-            f"{report.memories} memories in effect: "
+            f"{report.memories} {'memory' if report.memories == 1 else 'memories'} in effect: "
             + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in counts.items())
         ]
         for proposal in report.proposals:
