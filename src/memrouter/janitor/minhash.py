@@ -34,6 +34,8 @@ SEED = 20260116
 WINDOW = 16
 # Shingles hashed at a time: CHUNK x PERMUTATIONS x 8 bytes (4 MiB) stay in the processor's cache.
 CHUNK = 4096
+# Texts tokenised at a time: only this many texts' words are ever held as Python strings.
+TEXT_BATCH = 4096
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -64,13 +66,13 @@ def _mix(values: U64) -> U64:
 def _word_ids(texts: list[str]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[str]]:
     """Every word of every text as an id (in text order), each text's end in them, and the words by id.
 
-    Texts are read ``CHUNK`` at a time, so only one chunk's words are ever held as strings.
+    Texts are read ``TEXT_BATCH`` at a time, so only one batch's words are ever held as strings.
     """
     vocabulary: dict[str, int] = {}
     parts: list[npt.NDArray[np.int64]] = []
     lengths: list[int] = []
-    for low in range(0, len(texts), CHUNK):
-        per_text = [_WORD.findall(text.lower()) for text in texts[low : low + CHUNK]]
+    for low in range(0, len(texts), TEXT_BATCH):
+        per_text = [_WORD.findall(text.lower()) for text in texts[low : low + TEXT_BATCH]]
         lengths += [len(words) for words in per_text]
         every = [word for words in per_text for word in words]
         for word in dict.fromkeys(every):
