@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from helpers import write
 
 from memrouter import Router
@@ -125,3 +126,23 @@ def test_mcp_search_without_a_mode_uses_the_configured_one(memories: Path, tmp_p
 
     data = anyio.run(call)
     assert data["mode"] == "lexical" and len(data["results"]) == 1  # type: ignore[arg-type]
+
+
+def test_janitor_stale_days_decides_what_the_janitor_calls_stale(memories: Path, tmp_path: Path) -> None:
+    now = [1_790_000_000.0]
+    for days, stale in ((10, ["ci/flaky-tests"]), (30, [])):
+        configured(memories, f"[janitor]\nstale_days = {days}\n")
+        with Router.open(root=memories, index_dir=tmp_path / str(days), watch=False, clock=lambda: now[0]) as router:
+            router.get("ci/flaky-tests")
+            now[0] += 20 * 86400
+            assert router.janitor().usage["stale_names"] == stale
+            assert router.status()["config"]["janitor"]["stale_days"] == days
+
+
+def test_janitor_keys_out_of_range_are_refused(memories: Path, tmp_path: Path) -> None:
+    from memrouter.errors import ConfigError
+
+    for bad in ("decay = 1.5", "decay = -0.1", "stale_days = 0", 'decay = "strong"'):
+        configured(memories, f"[janitor]\n{bad}\n")
+        with pytest.raises(ConfigError, match=r"\[janitor\]"):
+            Router.open(root=memories, index_dir=tmp_path / "idx")

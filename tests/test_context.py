@@ -156,3 +156,15 @@ async def test_mcp_tool_and_resource(project: Path) -> None:
             assert resource.startswith("<memory_context") and "Conventions" in resource
             refused = await client.call_tool("assemble_context", {"query": "x", "max_tokens": 5})
             assert refused.is_error
+
+
+def test_memories_pending_review_never_enter_a_context(project: Path) -> None:
+    root = project / ".serena" / "memories"
+    (root / "held.md").write_text(
+        "---\nstatus: pending_review\npinned: true\nkind: convention\n---\n# Held billing rule\n\nrefund window billing\n"
+    )
+    with open_router(project) as router:
+        for fmt in ("xml", "markdown", "json"):
+            built = router.assemble_context("refund window billing rule", max_tokens=3000, format=fmt)
+            assert "held" not in {item.name for items in built.blocks.values() for item in items}
+            assert "Held billing rule" not in built.rendered

@@ -29,7 +29,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Config", "IndexConfig", "SearchConfig", "find_project", "CONFIG_FILE", "STATE_DIR", "KNOWN_KEYS"]
+__all__ = [
+    "Config",
+    "IndexConfig",
+    "JanitorConfig",
+    "SearchConfig",
+    "find_project",
+    "CONFIG_FILE",
+    "STATE_DIR",
+    "KNOWN_KEYS",
+]
 
 CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
@@ -38,13 +47,14 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "backends"),
+    "": ("search", "embed", "index", "scratch", "janitor", "backends"),
     "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency"),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
     "embed": ("model",),
     "index": ("write_wait",),
     "scratch": ("ttl",),
+    "janitor": ("decay", "stale_days"),
 }
 
 
@@ -83,6 +93,16 @@ class IndexConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JanitorConfig:
+    """Usage-based ranking decay and the janitor's idea of stale (``memrouter.index.access``)."""
+
+    # How much of its score a long-idle memory may lose (0: no decay, the default; at most 1).
+    decay: float = 0.0
+    # Days without an access after which a memory counts as stale (and has lost half its decay).
+    stale_days: float = 90.0
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything a Router needs, resolved to absolute paths."""
 
@@ -97,6 +117,7 @@ class Config:
     unknown_keys: tuple[str, ...] = ()
     # Seconds a short-term scratchpad note lives (``[scratch] ttl``).
     scratch_ttl: float = 7200.0
+    janitor: JanitorConfig = field(default_factory=JanitorConfig)
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -112,6 +133,7 @@ class Config:
             "embedder": self.embedder,
             "write_wait": self.index.write_wait,
             "scratch_ttl": self.scratch_ttl,
+            "janitor": {"decay": self.janitor.decay, "stale_days": self.janitor.stale_days},
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -171,8 +193,9 @@ class Config:
         index = _index_config(settings.get("index", {}))
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
         return cls(
-            memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl
-        )
+            memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
+            _janitor_config(settings.get("janitor", {})),
+        )  # fmt: skip
 
 
 def find_project(start: Path) -> Path | None:
@@ -278,6 +301,19 @@ def _scratch_ttl(section: Any) -> float:
     if not 0 < ttl <= 7 * 86400:
         raise ConfigError("[scratch] ttl must be between 0 and 7 days, in seconds")
     return ttl
+
+
+def _janitor_config(section: Any) -> JanitorConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[janitor] must be a table")
+    try:
+        decay = float(section.get("decay", JanitorConfig().decay))
+        stale_days = float(section.get("stale_days", JanitorConfig().stale_days))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[janitor]: {exc}") from exc
+    if not 0 <= decay <= 1 or not 0 < stale_days <= 36500:
+        raise ConfigError("[janitor] decay must be between 0 and 1, stale_days between 0 and 36500")
+    return JanitorConfig(decay, stale_days)
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

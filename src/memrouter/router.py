@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from memrouter.context import Context
     from memrouter.external import ExternalServices
     from memrouter.index.connection import IndexConnection
+    from memrouter.janitor.records import JanitorReport
     from memrouter.scratch import Scratchpad
     from memrouter.team import Team
     from memrouter.timefilter import ActivityTimes, Lent
@@ -156,24 +157,18 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     ) -> RefreshReport:
         """Bring the index up to date with the files (incremental unless ``full``).
 
-        ``full`` also re-reads every file, checks the database and rebuilds
-        the postings from the memory rows. ``embed=True`` also embeds every
-        memory that lacks current vectors (building the dense index on first
-        use); ``None`` does so only if the dense index is already in use;
-        ``reembed`` drops vectors made by another model first.
+        ``full`` also re-reads every file, checks the database and rebuilds the postings from the
+        memory rows. ``embed=True`` also embeds every memory that lacks current vectors (building the
+        dense index on first use); ``None`` only if it is in use; ``reembed`` drops other models' vectors first.
         """
         return self._index.refresh(
             full=full, progress=progress, embed=embed, embed_progress=embed_progress, reembed=reembed
         )
 
     def effective_mode(self, mode: str | None = None) -> str:
-        """The mode a search will use.
-
-        ``hybrid`` fuses the retrievers the index has: until it holds vectors
-        (``memrouter index`` builds them) that is lexical alone, so a search
-        never starts embedding a whole corpus by surprise. ``semantic`` asks
-        for vectors explicitly and builds any that are missing.
-        """
+        """The mode a search will use: ``hybrid`` is lexical alone until the index holds vectors
+        (``memrouter index`` builds them), so a search never embeds a corpus by surprise;
+        ``semantic`` asks for vectors explicitly and builds any that are missing."""
         mode = mode or self.config.search.mode
         if mode not in MODES:
             raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
@@ -273,6 +268,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         if as_of is not None:
             return self.get_as_of(name, as_of)[0]
         memory = self.store.read(name)
+        self._index.note_access([memory.name], self.clock())  # for the janitor and the usage decay
         if memory.created is not None and memory.updated is not None:
             return memory
         from memrouter.timefilter import dated
@@ -436,6 +432,12 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
         return self.lifecycle.invalidate(name, reason, superseded_by)
+
+    def janitor(self, *, apply: bool = False) -> JanitorReport:
+        """Propose (with ``apply``, make) consolidations, never deleting: see ``memrouter.janitor``."""
+        from memrouter.janitor.run import run_janitor
+
+        return run_janitor(self, apply=apply)
 
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:

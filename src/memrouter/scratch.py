@@ -149,6 +149,15 @@ class Scratchpad:
             for rank, (score, note) in enumerate(scored[:limit], 1)
         ]
 
+    def expired(self) -> int:
+        """How many notes are past their expiry and not yet collected (the janitor reports them)."""
+        return int(self.conn.execute("SELECT count(*) FROM notes WHERE expires <= ?", (self.clock(),)).fetchone()[0])
+
+    def collect(self) -> int:
+        """Remove every expired note now (any use does it too); returns how many."""
+        with transaction(self.conn):
+            return int(self.conn.execute("DELETE FROM notes WHERE expires <= ?", (self.clock(),)).rowcount)
+
     def _collect(self, now: float) -> None:
         self.conn.execute("DELETE FROM notes WHERE expires <= ?", (now,))
 

@@ -95,8 +95,8 @@ class CanonicalSearch:
         boosting = inside is not None and self.config.search.time_words == "boost"
         if inside is not None and not boosting:
             filters = replace(filters, within=inside)
-        recency = self.config.search.recency
-        widened = boosting or any(recency.values())
+        recency, usage = self.config.search.recency, self.config.janitor
+        widened = boosting or any(recency.values()) or usage.decay > 0
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
         pool = limit if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
@@ -105,13 +105,21 @@ class CanonicalSearch:
             lists["time"] = _inside(lists, inside)
         weights = {"time": TIME_WEIGHT, **self.config.search.weights}
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, None if widened else limit)
+        # usage decay (memrouter.index.access): off unless [janitor] decay is set
+        fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
+        if len(fused) > limit or any(recency.values()):
+            brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
+            if any(recency.get(row["channel"]) for row in brief.values()):
+                fused = self._decayed(fused, brief, now)
+            if len({row["hash"] for row in brief.values()}) < len(brief):
+                fused = self._one_per_content(fused, brief)
+        fused = fused[:limit]
         rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
-        if any(recency.get(row["channel"]) for row in rows.values()):
-            fused = self._decayed(fused, rows, now)
         if len({row["hash"] for row in rows.values()}) < len(rows):
             fused = self._one_per_content(fused, rows)
-        return [self._hit(item, rows[item.memory_id], query, content, note) for item in fused[:limit]
-                if item.memory_id in rows]  # fmt: skip
+        hits = [self._hit(item, rows[item.memory_id], query, content, note) for item in fused if item.memory_id in rows]
+        self.index.note_access([hit.name for hit in hits], now)
+        return hits
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""

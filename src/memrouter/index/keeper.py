@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memrouter.errors import IndexBusy, IndexCorrupt, StorageError
 from memrouter.index import db, queries
+from memrouter.index.access import AccessLog
 from memrouter.index.connection import DEFAULT_WRITE_WAIT
 from memrouter.index.lexical import LexicalIndex
 from memrouter.index.refresh import (
@@ -74,6 +75,8 @@ class IndexKeeper:
         self._lock = lock
         self.file = db.IndexFile(index_path, write_wait=write_wait)
         self.lexical = LexicalIndex()
+        # How often each memory was returned, written in batches (memrouter.index.access).
+        self.access = AccessLog()
         self.last_report: RefreshReport | None = None
         # Writes whose file stands but whose index update waited too long (the next refresh indexes them).
         self.unindexed: list[str] = []
@@ -117,6 +120,11 @@ class IndexKeeper:
         with self._lock:
             if self._watcher is not None:
                 self._watcher.close()
+            if self.access.pending:
+                try:
+                    self.access.flush(self.conn)
+                except sqlite3.Error as exc:  # the counts are usage, not knowledge: closing goes on
+                    log.warning("access counts not written at close: %s", exc)
             self.file.close()
 
     # -- every use of the index ------------------------------------------------
@@ -255,6 +263,12 @@ class IndexKeeper:
             return self.dense.measure_recall(self.conn, k=k, samples=samples)
 
         return self.indexed(measure)
+
+    def note_access(self, names: list[str], now: float) -> None:
+        """Count that ``names`` were returned (``memrouter.index.access``): written in batches, never per read."""
+        with self._lock:
+            if self.access.note(names, now):
+                self.indexed(lambda: self.access.flush(self.conn))
 
     # -- after a write -----------------------------------------------------------
     def index_written(self, written: Written) -> None:

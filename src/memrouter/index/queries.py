@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "counts", "current_hashes", "generation", "pinned_names", "hit_rows", "long_term_twins", "problems", "summaries", "synced_count",
+    "brief_rows", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "pinned_names",
+    "problems", "summaries", "synced_count",
     "validity_rows",
 ]  # fmt: skip
 
@@ -34,6 +35,16 @@ def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]
         ids,
     )
     return {row["id"]: row for row in cursor}
+
+
+def brief_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+    """Channel and content hash of the memories ``ids``: what reordering a candidate pool needs (no bodies)."""
+    if not ids:
+        return {}
+    marks = ", ".join("?" * len(ids))
+    return {
+        row["id"]: row for row in conn.execute(f"SELECT id, channel, hash FROM memories WHERE id IN ({marks})", ids)
+    }
 
 
 def summaries(conn: sqlite3.Connection, filters: Filters) -> list[MemorySummary]:
@@ -148,3 +159,13 @@ def pinned_names(conn: sqlite3.Connection) -> list[str]:
         "AND superseded_by IS NULL ORDER BY name"
     )
     return [row[0] for row in rows]
+
+
+def consolidation_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every memory with what the janitor compares (``memrouter.janitor``), ``linked`` set when another supersedes it."""
+    return conn.execute(
+        "SELECT name, title, body, hash, tags, channel, kind, status, created, updated, mtime_ns, valid_until, "
+        "expires, superseded_by, extra, "
+        "name IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL) AS linked "
+        "FROM memories ORDER BY name"
+    ).fetchall()

@@ -199,6 +199,17 @@ CREATE TABLE record_times (
 """
 MIGRATIONS.append(Migration("0300_record_times", _RECORD_TIMES))
 
+# How often each memory was returned by get or search, and when last (see
+# memrouter.index.access). Keyed by name: a memory rewritten keeps its history.
+_ACCESS = """
+CREATE TABLE memory_access (
+    name TEXT PRIMARY KEY,
+    count INTEGER NOT NULL DEFAULT 0,
+    last_access REAL NOT NULL
+) WITHOUT ROWID;
+"""
+MIGRATIONS.append(Migration("0400_access_counts", _ACCESS))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
     "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_edges", "graph_keys",

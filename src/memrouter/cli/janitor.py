@@ -1,0 +1,48 @@
+"""``memrouter janitor``: propose (or apply) consolidations: duplicates, contradictions, expiry (``memrouter.janitor``)."""
+
+from __future__ import annotations
+
+import click
+
+from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
+
+__all__ = ["janitor"]
+
+
+@click.command()
+@click.option(
+    "--apply/--dry-run",
+    "apply",
+    default=False,
+    help="--apply marks each proposed memory obsolete (superseded or expired); --dry-run, the default, only reports.",
+)
+@FORMAT
+@pass_state
+@handle_errors
+def janitor(state: State, apply: bool, fmt: str) -> None:
+    """Find duplicates, near-duplicates, contradictions and expired memories; never deletes."""
+    report = state.router().janitor(apply=apply)
+
+    def text() -> str:
+        counts = report.counts()
+        lines = [
+            f"{report.memories} {'memory' if report.memories == 1 else 'memories'} in effect: "
+            + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in counts.items())
+        ]
+        for proposal in report.proposals:
+            verb = ("superseded" if proposal.applied else "would supersede") if proposal.action == "supersede" else (
+                "expired" if proposal.applied else "would expire"
+            )  # fmt: skip
+            target = f" -> {proposal.superseded_by}" if proposal.superseded_by else ""
+            lines.append(f"{verb} {proposal.name}{target}: {proposal.reason.removeprefix('janitor: ')}")
+        usage = report.usage
+        lines.append(
+            f"usage: {usage['accessed']} accessed ({usage['accesses']} times), {usage['never_accessed']} never, "
+            f"{usage['stale']} idle over {usage['stale_days']:g} days"
+        )
+        lines += [f"note: {notice}" for notice in report.notices]
+        if report.proposals and report.dry_run:
+            lines.append("nothing changed (dry run); --apply makes these changes")
+        return "\n".join(lines)
+
+    emit(fmt, report.to_dict(), text)
