@@ -18,7 +18,7 @@ from _thread import RLock  # threading.RLock is this type; importing threading c
 from pathlib import Path
 
 from memrouter.config import Config
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.errors import InvalidInput, NotFound
 from memrouter.graph_api import GraphQueries
 from memrouter.history import HistoryQueries
 from memrouter.index import queries
@@ -332,8 +332,9 @@ class Router(GraphQueries, HistoryQueries):
         valid_from: str | None = None,
         valid_until: str | None = None,
         expected_hash: str | None = None,
+        actor: str | None = None,
     ) -> Memory:
-        """Write a memory file (atomically) and index it.
+        """Write a memory file (atomically) and index it, if the write guard lets it (``memrouter.guard``).
 
         Fields given here are set in the front matter (``source`` is the
         provenance: an ADR, a commit, a URL); every other front-matter key in
@@ -342,22 +343,17 @@ class Router(GraphQueries, HistoryQueries):
         exist") refuses to overwrite a concurrent change: the check and the
         write are one step, however many processes write. ``channel`` or ``kind`` may move an
         unqualified name into the open sprint (``memrouter.channels.Lifecycle.place``).
+        ``actor``: ``person`` (the default; ``user:<name>``) or ``agent`` (``agent:<id>``), whose
+        hedged or ungrounded text is stored as ``pending_review``. A secret or a near-duplicate raises ``Refused``.
         """
-        from memrouter.store.compose import compose
+        from memrouter import writing
 
-        composed, text = compose(
-            content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
-            source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
-        )  # fmt: skip
-        placed = self.lifecycle.place(name, composed, channel, kind)
-        if expected_hash is not None and not isinstance(expected_hash, str):
-            raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
-        with self._lock, self.lifecycle.holding(placed), self.store.lock(placed):
-            if self.lifecycle.place(name, composed, channel, kind) != placed:  # a sprint opened or closed meanwhile
-                raise Conflict(f"the open sprint changed while {placed!r} was saved; save it again")
-            written = self.store.write(placed, text, expected_hash=expected_hash)
-            self._index.index_written(written)
-        return written.memory
+        fields = {
+            "title": title, "tags": tags, "kind": kind, "channel": channel, "scope": scope, "status": status,
+            "source": source, "author": author, "confidence": confidence, "valid_from": valid_from,
+            "valid_until": valid_until,
+        }  # fmt: skip
+        return writing.save(self, content, name, expected_hash=expected_hash, actor=actor, fields=fields)
 
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""
@@ -373,27 +369,20 @@ class Router(GraphQueries, HistoryQueries):
 
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
     def edit(
-        self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False
-    ) -> tuple[Memory, int]:
+        self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False,
+        actor: str | None = None,
+    ) -> tuple[Memory, int]:  # fmt: skip
         """Replace ``needle`` with ``repl`` in a memory file; returns the new memory and the count.
 
         ``mode`` is ``literal`` or ``regex`` (MULTILINE and DOTALL); no match,
         or several without ``allow_multiple_occurrences``, changes nothing
-        and raises ``InvalidInput`` (see ``memrouter.store.edit``).
+        and raises ``InvalidInput`` (see ``memrouter.store.edit``). The result passes the write guard (``save``).
         """
-        from memrouter.store.edit import replace_text
+        from memrouter import writing
 
-        name = validate_name(name, strict=False)
-        with self._lock, self.store.lock(name):
-            memory = self.store.read(name)
-            text, count = replace_text(
-                memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
-            )
-            written = self.store.write(memory.name, text, expected_hash=memory.hash)
-            self._index.index_written(written)
-        return written.memory, count
+        return writing.edit(self, name, needle, repl, mode=mode, allow_multiple=allow_multiple_occurrences, actor=actor)
 
-    def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
+    def rename(self, old: str, new: str, *, actor: str | None = None) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
 
         Returns the moved memory and the names of the memories whose
@@ -402,7 +391,7 @@ class Router(GraphQueries, HistoryQueries):
         from memrouter.renaming import rename_memory
 
         with self._lock:
-            return rename_memory(self.store, self._index, old, new)
+            return rename_memory(self.store, self._index, old, new, actor=actor)
 
     # -- channels and time (memrouter.channels) -------------------------------
     @property

@@ -37,6 +37,8 @@ from memrouter.store.names import normalize_name, validate_name
 __all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
 
 GLOBAL_TOPIC = "global"
+# Whoever calls a tool is an agent: its hedged or ungrounded writes go to review (memrouter.guard).
+AGENT = "agent"
 RECENT_LIMIT = 20
 KIND_RESOURCES = {"conventions": ("convention",), "decisions": ("decision", "adr")}
 # Memory bodies returned by one resource read, at most.
@@ -133,7 +135,7 @@ class MemoryService:
             _, memory_name = self._split(memory_name, project_only=True)
         memory = self.router.save(
             content, memory_name, title=title, tags=_filter_values("tags", tags), kind=kind, channel=channel,
-            source=source,
+            source=source, actor=AGENT,
         )  # fmt: skip
         data = memory.to_dict(content=False)
         data.pop("path", None)
@@ -181,9 +183,11 @@ class MemoryService:
             )
         scope, name = self._split(memory_name)
         if scope is not None:
-            scope.write(name, content)
+            from memrouter.writing import guarded
+
+            scope.write(name, guarded(None, name, content, actor=AGENT)[0])
             return f"Memory {GLOBAL_TOPIC}/{name} written."
-        memory = self.router.save(content, name)
+        memory = self.router.save(content, name, actor=AGENT)
         return f"Memory {memory.name} written."
 
     def read_memory(self, memory_name: str) -> str:
@@ -231,13 +235,18 @@ class MemoryService:
         scope, name = self._split(memory_name)
         try:
             if scope is not None:
+                from memrouter.writing import CLAIMS, guarded
+
                 memory = scope.read(name)
                 text, _ = replace_text(
                     memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
                 )
+                text, _ = guarded(None, name, text, actor=AGENT, purpose=CLAIMS)
                 scope.write(name, text, expected_hash=memory.hash)
             else:
-                self.router.edit(name, needle, repl, mode=mode, allow_multiple_occurrences=allow_multiple_occurrences)
+                self.router.edit(
+                    name, needle, repl, mode=mode, allow_multiple_occurrences=allow_multiple_occurrences, actor=AGENT
+                )
         except NotFound as exc:
             raise NotFound(f"Memory {_display(scope, name)} not found.") from exc
         return f"Memory {_display(scope, name)} edited successfully."
@@ -253,7 +262,7 @@ class MemoryService:
         except NotFound as exc:
             raise NotFound(f"Memory {old} not found.") from exc
         try:
-            moved, _ = self.router.rename(old, new)
+            moved, _ = self.router.rename(old, new, actor=AGENT)
         except Conflict as exc:
             raise Conflict(f"Memory {new} already exists.") from exc
         return f"Memory renamed from {old} to {moved.name}."
