@@ -47,6 +47,7 @@ ALLOWED = {
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
     "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),
+    "guard": (*BASE, "memrouter.guard"),
 }
 
 

@@ -37,6 +37,8 @@ FULL, CLAIMS, CONTENT = "full", "claims", "content"
 # Rare words of a write looked up to find near-copies; the best few lexical matches are compared.
 PROBE_TERMS = 8
 PROBE_MATCHES = 5
+PROBE_CHARS = 4000  # the rare words are taken from the start of the text: a near-copy shares it
+PROBE_WORDS = 120
 
 
 def refuse(verdict: Verdict, what: str) -> Refused:
@@ -96,40 +98,38 @@ def check_text(text: str, what: str) -> None:
 
 
 def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Candidate]:
-    """Stored memories a write may duplicate: those with its title, and the best lexical matches
-    for its rarest words; with a cosine (best chunk) where the index has vectors and a title matches."""
+    """Stored memories a write may duplicate: the best lexical matches for its title and for its
+    rarest words, with a cosine (best chunk) where the index has vectors and a title matches.
+
+    The index is used as it stands (a write is indexed at once, by any process;
+    a file changed by hand counts from the next refresh), so the cost does not
+    grow with the number of memories.
+    """
     from memrouter.guard.duplicates import Candidate
     from memrouter.index.text import tokens
     from memrouter.model import Filters
 
     def look() -> list[Candidate]:
-        index.ensure_fresh()
-        conn = index.conn
-        rows = {
-            row["id"]: row
-            for row in conn.execute(
-                "SELECT id, name, title, body FROM memories WHERE title != '' AND lower(title) = lower(?) LIMIT 20",
-                (title,),
-            )
-        }  # fmt: skip
-        titled = set(rows)
-        words = list(dict.fromkeys(token for token in tokens(body) if len(token) > 3))[:400]
+        conn, lexical = index.conn, index.lexical
+        found = [r.memory_id for r in lexical.search(conn, title, Filters(), PROBE_MATCHES)] if title.strip() else []
+        words = list(dict.fromkeys(token for token in tokens(body[:PROBE_CHARS]) if len(token) > 3))[:PROBE_WORDS]
         if words:
             marks = ", ".join("?" * len(words))
             sizes = conn.execute(f"SELECT term, length(postings) FROM terms WHERE term IN ({marks})", words)
             rare = [term for term, _ in sorted(sizes.fetchall(), key=lambda item: item[1])[:PROBE_TERMS]]
-            matched = [r.memory_id for r in index.lexical.search(conn, " ".join(rare), Filters(), PROBE_MATCHES)]
-            missing = [memory_id for memory_id in matched if memory_id not in rows]
-            if missing:
-                marks = ", ".join("?" * len(missing))
-                for row in conn.execute(f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})", missing):
-                    rows[row["id"]] = row
+            found += [r.memory_id for r in lexical.search(conn, " ".join(rare), Filters(), PROBE_MATCHES)]
+        if not found:
+            return []
+        ids = list(dict.fromkeys(found))
+        marks = ", ".join("?" * len(ids))
+        rows = conn.execute(f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})", ids).fetchall()
+        titled = {row["id"] for row in rows if row["title"].strip().lower() == title.strip().lower()}
         cosines: dict[int, float] = {}
         if titled and index.dense.has_vectors(conn):
             cosines = {r.memory_id: r.score for r in index.dense.search(conn, body, Filters(), limit=20)}
         return [
-            Candidate(row["name"], row["title"], row["body"], cosines.get(memory_id) if memory_id in titled else None)
-            for memory_id, row in rows.items()
+            Candidate(row["name"], row["title"], row["body"], cosines.get(row["id"]) if row["id"] in titled else None)
+            for row in rows
         ]
 
     found: list[Candidate] = index.indexed(look)

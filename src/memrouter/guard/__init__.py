@@ -83,14 +83,17 @@ def check(
         )
         if twin is not None:
             return Verdict(REFUSED, (twin[1],), duplicate_of=twin[0])
-    injection = find_injection(text)
+    from memrouter.guard.scan import Lowered
+
+    lowered = Lowered(text)
+    injection = find_injection(text, lowered)
     flags = (INJECTION_FLAG,) if injection else ()
     if kind == "person" or not grounding:
         return Verdict(ACCEPTED, tuple(injection), flags)
-    evidence = find_evidence(text, source=source)
+    evidence = find_evidence(text, source=source, lowered=lowered)
     kinds = tuple(dict.fromkeys(reason.kind for reason in evidence))
     confidence = round(min(MAX_AGENT_CONFIDENCE, AGENT_CONFIDENCE + EVIDENCE_STEP * len(kinds)), 2)
-    hedges = find_hedges(text)
+    hedges = find_hedges(text, lowered)
     reasons = [*injection, *hedges, *evidence]
     if not evidence:
         reasons.append(Reason("ungrounded", "no_evidence", 0, "cites no ADR, commit, URL, file, issue or source"))

@@ -26,6 +26,9 @@ COSINE = 0.92
 # Word-shingle Jaccard at least this is a near-copy, whatever the titles.
 JACCARD = 0.9
 SHINGLE = 3  # words per shingle
+# Bodies whose lengths differ more than this (shorter / longer) are not compared word by word.
+LENGTH_RATIO = 0.6
+SAMPLES = 32  # shingles tried first (``_shares_samples``)
 _WORD = re.compile(r"\w+")
 
 
@@ -39,17 +42,21 @@ class Candidate:
     cosine: float | None = None
 
 
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
 def body_hash(body: str) -> str:
     """The hash two bodies share when they hold the same words in the same order (spacing and case aside)."""
-    return hashlib.sha256(" ".join(_WORD.findall(body.lower())).encode("utf-8")).hexdigest()
+    return hashlib.sha256(" ".join(_words(body)).encode("utf-8")).hexdigest()
 
 
-def shingles(text: str, size: int = SHINGLE) -> set[tuple[str, ...]]:
-    """The set of ``size``-word runs of ``text`` (lower case); a shorter text is one shingle."""
-    words = _WORD.findall(text.lower())
+def shingles(text: str | list[str], size: int = SHINGLE) -> set[tuple[str, ...]]:
+    """The set of ``size``-word runs of ``text`` (lower case; or of a list of words); a shorter text is one shingle."""
+    words = _words(text) if isinstance(text, str) else text
     if len(words) <= size:
         return {tuple(words)} if words else set()
-    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+    return set(zip(*(words[i:] for i in range(size)), strict=False))
 
 
 def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
@@ -58,27 +65,49 @@ def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+def _shares_samples(words: list[str], theirs: str) -> bool:
+    """Whether at least half of ``SAMPLES`` evenly spread three-word runs of ``words`` occur in ``theirs``.
+
+    A text sharing 90% of its shingles with another holds about 90% of any
+    sample of them, so one holding less than half is skipped before its shingle
+    set is built (the chance of skipping a true near-copy this way is below 1e-9).
+    """
+    runs = max(1, len(words) - SHINGLE + 1)
+    step = max(1, runs // SAMPLES)
+    picked = [" ".join(words[i : i + SHINGLE]) for i in range(0, runs, step)][:SAMPLES]
+    hits = sum(1 for run in picked if run in theirs)
+    return hits * 2 >= len(picked)
+
+
 def find_duplicate(
     body: str, title: str, candidates: Iterable[Candidate], *, exempt: Iterable[str] = ()
 ) -> tuple[str, Reason] | None:
     """The first candidate (not ``exempt``: the memory being updated) that ``body`` duplicates, and why."""
     skip = set(exempt)
+    words = _words(body)
     mine: set[tuple[str, ...]] | None = None
-    digest = body_hash(body)
+    size = max(1, len(body))
     for candidate in candidates:
         if candidate.name in skip:
             continue
         pointer = (
             f"duplicates memory {candidate.name!r}; update it instead (same name, or `supersedes: {candidate.name}`)"
         )
-        if body_hash(candidate.body) == digest:
-            return candidate.name, Reason("duplicate", "same_content", 0, f"same content: {pointer}")
         same_title = title.strip().lower() == candidate.title.strip().lower() and bool(title.strip())
         if same_title and candidate.cosine is not None and candidate.cosine >= COSINE:
             message = f"same title, cosine {candidate.cosine:.2f}: {pointer}"
             return candidate.name, Reason("duplicate", "same_title_similar", 0, message)
-        mine = shingles(body) if mine is None else mine
-        score = jaccard(mine, shingles(candidate.body))
+        if not LENGTH_RATIO <= len(candidate.body) / size <= 1 / LENGTH_RATIO:
+            continue  # texts this different in length share neither their words nor 90% of their shingles
+        theirs = _words(candidate.body)
+        if theirs == words:
+            return candidate.name, Reason("duplicate", "same_content", 0, f"same content: {pointer}")
+        if min(len(theirs), len(words)) < JACCARD * max(len(theirs), len(words)) - SHINGLE:
+            continue  # too few words in common for the shingles to reach JACCARD
+        if not _shares_samples(words, " ".join(theirs)):
+            continue
+        mine = shingles(words) if mine is None else mine
+        score = jaccard(mine, shingles(theirs))
         if score >= JACCARD:
             return candidate.name, Reason("duplicate", "near_copy", 0, f"word overlap {score:.2f}: {pointer}")
     return None

@@ -67,6 +67,21 @@ _PATTERNS: dict[str, tuple[str, str]] = {
     ),
 }
 SECRET_KINDS = tuple(_PATTERNS)
+# kind -> (the lower-case words a match cannot do without, how many lines after the word's it may reach)
+_ANCHORS: dict[str, tuple[tuple[str, ...], int]] = {
+    "private_key": (("-----begin",), 5),
+    "jwt": (("eyj",), 0),
+    "github_token": (("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_"), 0),
+    "gitlab_token": (("glpat-",), 0),
+    "slack_token": (("xox", "hooks.slack.com"), 0),
+    "google_api_key": (("aiza",), 0),
+    "anthropic_key": (("sk-ant-",), 0),
+    "openai_key": (("sk-",), 0),
+    "stripe_live_key": (("_live_",), 0),
+    "aws_access_key": (("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "apka"), 0),
+    "url_password": (("://",), 0),
+    "secret_assignment": (("pass", "pwd", "secret", "token", "key", "credential"), 1),
+}
 
 # Values that stand for a secret without being one: containing one of these ...
 _PLACEHOLDER_PARTS = (
@@ -156,10 +171,13 @@ def _accepts(kind: str, match: re.Match[str], text: str) -> bool:
 
 def find_secrets(text: str) -> list[Reason]:
     """Every secret in ``text``: its kind and line, each place once (the first kind that claims it)."""
+    from memrouter.guard.scan import Lowered, matches
+
+    lowered = Lowered(text)
     found: list[Reason] = []
     taken: list[tuple[int, int]] = []
     for kind, pattern, label in _compiled():
-        for match in pattern.finditer(text):
+        for match in matches(pattern, lowered, *_ANCHORS[kind]):
             start, end = match.span()
             if any(start < stop and end > begin for begin, stop in taken) or not _accepts(kind, match, text):
                 continue
