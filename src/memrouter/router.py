@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from memrouter.channels import Lifecycle, Promotion
     from memrouter.external import ExternalServices
+    from memrouter.guard import Verdict
     from memrouter.index.connection import IndexConnection
     from memrouter.scratch import Scratchpad
     from memrouter.sync.validate import FreshnessReport
@@ -354,6 +355,12 @@ class Router(GraphQueries, HistoryQueries):
             "valid_until": valid_until,
         }  # fmt: skip
         return writing.save(self, content, name, expected_hash=expected_hash, actor=actor, fields=fields)
+
+    def check(self, content: str, name: str | None = None, *, actor: str | None = None) -> Verdict:
+        """What the write guard would decide about saving ``content`` as ``name``; nothing is written."""
+        from memrouter import writing
+
+        return writing.verdict_for(self._index, name or "(new memory)", content, actor=actor)[1]
 
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""

@@ -37,8 +37,8 @@ FULL, CLAIMS, CONTENT = "full", "claims", "content"
 # Rare words of a write looked up to find near-copies; the best few lexical matches are compared.
 PROBE_TERMS = 8
 PROBE_MATCHES = 5
-PROBE_CHARS = 4000  # the rare words are taken from the start of the text: a near-copy shares it
-PROBE_WORDS = 120
+PROBE_CHARS = 2000  # the rare words are taken from the start of the text: a near-copy shares it
+PROBE_WORDS = 60
 
 
 def refuse(verdict: Verdict, what: str) -> Refused:

@@ -31,12 +31,9 @@ def check(state: State, file: Any, name: str | None, actor: str, fmt: str) -> No
     """
     from memrouter.cli.memories import _read_text
     from memrouter.store.names import validate_name
-    from memrouter.writing import verdict_for
 
     text = _read_text(file)
-    target = validate_name(name, strict=False) if name else "(new memory)"
-    router = state.router()
-    _, verdict = verdict_for(router._index, target, text, actor=actor)
+    verdict = state.router().check(text, validate_name(name, strict=False) if name else None, actor=actor)
 
     def lines() -> str:
         out = [verdict.outcome + (f" (flags: {', '.join(verdict.flags)})" if verdict.flags else "")]

@@ -28,7 +28,7 @@ JACCARD = 0.9
 SHINGLE = 3  # words per shingle
 # Bodies whose lengths differ more than this (shorter / longer) are not compared word by word.
 LENGTH_RATIO = 0.6
-SAMPLES = 32  # shingles tried first (``_shares_samples``)
+SAMPLES = 32  # words looked for first (``_shares_sample``)
 _WORD = re.compile(r"\w+")
 
 
@@ -65,18 +65,19 @@ def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
     return len(a & b) / union if union else 0.0
 
 
-def _shares_samples(words: list[str], theirs: str) -> bool:
-    """Whether at least half of ``SAMPLES`` evenly spread three-word runs of ``words`` occur in ``theirs``.
+def _sample(words: list[str]) -> list[str]:
+    """The ``SAMPLES`` longest distinct words of a text (long words are the rarer ones)."""
+    return sorted(set(words), key=lambda word: (-len(word), word))[:SAMPLES]
 
-    A text sharing 90% of its shingles with another holds about 90% of any
-    sample of them, so one holding less than half is skipped before its shingle
-    set is built (the chance of skipping a true near-copy this way is below 1e-9).
+
+def _shares_sample(sample: list[str], theirs: str) -> bool:
+    """Whether at least half of ``sample`` occurs in ``theirs`` (lower case).
+
+    A text sharing 90% of its shingles with another holds nearly all of its
+    words, so one missing half of a sample is skipped before its words are
+    even split (a true near-copy is never skipped this way).
     """
-    runs = max(1, len(words) - SHINGLE + 1)
-    step = max(1, runs // SAMPLES)
-    picked = [" ".join(words[i : i + SHINGLE]) for i in range(0, runs, step)][:SAMPLES]
-    hits = sum(1 for run in picked if run in theirs)
-    return hits * 2 >= len(picked)
+    return sum(1 for word in sample if word in theirs) * 2 >= len(sample)
 
 
 def find_duplicate(
@@ -85,6 +86,7 @@ def find_duplicate(
     """The first candidate (not ``exempt``: the memory being updated) that ``body`` duplicates, and why."""
     skip = set(exempt)
     words = _words(body)
+    sample = _sample(words)
     mine: set[tuple[str, ...]] | None = None
     size = max(1, len(body))
     for candidate in candidates:
@@ -99,13 +101,13 @@ def find_duplicate(
             return candidate.name, Reason("duplicate", "same_title_similar", 0, message)
         if not LENGTH_RATIO <= len(candidate.body) / size <= 1 / LENGTH_RATIO:
             continue  # texts this different in length share neither their words nor 90% of their shingles
+        if not _shares_sample(sample, candidate.body.lower()):
+            continue
         theirs = _words(candidate.body)
         if theirs == words:
             return candidate.name, Reason("duplicate", "same_content", 0, f"same content: {pointer}")
         if min(len(theirs), len(words)) < JACCARD * max(len(theirs), len(words)) - SHINGLE:
             continue  # too few words in common for the shingles to reach JACCARD
-        if not _shares_samples(words, " ".join(theirs)):
-            continue
         mine = shingles(words) if mine is None else mine
         score = jaccard(mine, shingles(theirs))
         if score >= JACCARD:
