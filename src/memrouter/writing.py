@@ -113,17 +113,21 @@ def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Cand
         conn, lexical = index.conn, index.lexical
         found = [r.memory_id for r in lexical.search(conn, title, Filters(), PROBE_MATCHES)] if title.strip() else []
         words = list(dict.fromkeys(token for token in tokens(body[:PROBE_CHARS]) if len(token) > 3))[:PROBE_WORDS]
+        by_words: set[int] = set()
         if words:
             marks = ", ".join("?" * len(words))
             sizes = conn.execute(f"SELECT term, length(postings) FROM terms WHERE term IN ({marks})", words)
             rare = [term for term, _ in sorted(sizes.fetchall(), key=lambda item: item[1])[:PROBE_TERMS]]
-            found += [r.memory_id for r in lexical.search(conn, " ".join(rare), Filters(), PROBE_MATCHES)]
+            by_words = {r.memory_id for r in lexical.search(conn, " ".join(rare), Filters(), PROBE_MATCHES)}
+            found += by_words
         if not found:
             return []
         ids = list(dict.fromkeys(found))
         marks = ", ".join("?" * len(ids))
         rows = conn.execute(f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})", ids).fetchall()
         titled = {row["id"] for row in rows if row["title"].strip().lower() == title.strip().lower()}
+        # a title match that is no same title matters only as a near-copy, which its rare words find too
+        rows = [row for row in rows if row["id"] in titled or row["id"] in by_words]
         cosines: dict[int, float] = {}
         if titled and index.dense.has_vectors(conn):
             cosines = {r.memory_id: r.score for r in index.dense.search(conn, body, Filters(), limit=20)}
