@@ -4,10 +4,12 @@
 and returns the text to write: refused text raises ``Refused`` before any
 file or index row is touched; an agent's held claim gets
 ``status: pending_review`` and the ``confidence`` its evidence supports,
-injection-looking text ``flags: [injection]``; other text is written as given. Every path that writes new memory text
-calls it: ``Router.save``/``edit``/``rename`` (``memrouter.renaming``),
-promotion, invalidation and sprint goals (``memrouter.channels``), and the
-scratchpad (``memrouter.scratch``). tests/test_guard_paths.py enumerates them.
+injection-looking text ``flags: [injection]``; other text is written as
+given. Every path that writes memory text calls it: ``Router.save``,
+``edit`` and ``rename`` (``memrouter.renaming``) and promotion
+(``memrouter.channels``); text a write adds beside the memory (reasons,
+sprint goals, scratchpad notes) passes ``check_text``.
+tests/test_guard_paths.py enumerates the paths.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def guarded(
     changes: dict[str, Any] = {}
     if verdict.pending and memory.status != "pending_review":
         changes["status"] = "pending_review"
-    flags = [str(flag) for flag in memory.extra.get("flags") or [] if isinstance(flag, str)]
+    given = memory.extra.get("flags")
+    flags = [flag for flag in given if isinstance(flag, str)] if isinstance(given, list) else []
     if verdict.flags and INJECTION_FLAG not in flags:
         changes["flags"] = [*flags, INJECTION_FLAG]
     if verdict.pending and verdict.confidence is not None and memory.confidence > verdict.confidence:
