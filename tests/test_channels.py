@@ -153,7 +153,8 @@ def test_promotion_refuses_duplicates_unless_merged(router: Router, root: Path) 
     router.lifecycle.start("s1", weeks=2, goal=None)
     router.save("# Backoff\n\nalso cap the delay at 30 s\n", "backoff", channel="sprint")
     router.save("# Pool size\n\npool of 8\n", "pool", channel="sprint")
-    router.save("# Pool size\n\npool of 8\n", "pool-limits", channel="sprint")
+    # A copy made by hand: the write guard refuses one saved through memrouter (tests/test_guard_paths.py).
+    (root / "sprints" / "s1" / "pool-limits.md").write_text("# Pool size\n\npool of 8\n")
     before = _files(root)
     with pytest.raises(Conflict, match="long-term memory 'backoff'.*--merge"):
         router.promote("sprints/s1/backoff", reason="settled")

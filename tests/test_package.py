@@ -49,6 +49,7 @@ ALLOWED = {
     "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),
     # The janitor composes like channels.py: the index, the files, and the Router it is handed (typing only).
     "janitor": (*BASE, "memrouter.janitor", "memrouter.index", "memrouter.store", "memrouter.router"),
+    "guard": (*BASE, "memrouter.guard"),
 }
 
 

@@ -172,8 +172,11 @@ class Lifecycle:
     def start(self, sprint_id: str, *, weeks: int, goal: str | None) -> Sprint:
         """Open sprint ``sprint_id`` (``Conflict`` while another is open or the id was used)."""
         from memrouter.store.sprints import check_sprint_id, record_name, record_text
+        from memrouter.writing import check_text
 
         sprint_id = check_sprint_id(sprint_id)
+        if goal:
+            check_text(goal, f"the goal of sprint {sprint_id!r}")
         text = record_text(sprint_id, self.clock(), weeks, goal)
         with self.lock, self.store.lock(LIFECYCLE_LOCK):
             current = self.current()
@@ -236,6 +239,9 @@ class Lifecycle:
                     f"({shown}); name them with --promote or pass --archive-rest"
                 )
             why = reason or f"promoted at the close of sprint {sprint.id}"
+            from memrouter.writing import check_text
+
+            check_text(why, "the promotion reason")
             plans = [self._plan(n, None, why, merge=False) for n in wanted]
             if dry_run:
                 return SprintClose(sprint.id, tuple(plans), tuple(rest), True, None)
@@ -262,9 +268,12 @@ class Lifecycle:
 
         if to != "long_term":
             raise InvalidInput(f"memories are promoted to 'long_term' only (got {to!r})")
+        from memrouter.writing import check_text
+
         why = check_reason(reason)
         if not why or not why.strip():
             raise InvalidInput("give a reason for the promotion")
+        check_text(why, "the promotion reason")
         source = validate_name(name, strict=False)
         with self.lock:
             plan = self._plan(source, None if target is None else validate_name(target), why, merge=merge)
@@ -272,7 +281,10 @@ class Lifecycle:
 
     def _plan(self, source: str, target: str | None, reason: str, *, merge: bool) -> Promotion:
         """Check a promotion without writing; ``Conflict`` on a duplicate unless ``merge``."""
+        from memrouter.writing import check_text
+
         memory = self.store.read(source)
+        check_text(memory.text, f"memory {source!r}")  # refused before any promotion of a close is written
         if memory.channel != "sprint":
             raise InvalidInput(
                 f"memory {source!r} is in the {memory.channel} channel; only sprint memories are promoted"
@@ -316,6 +328,7 @@ class Lifecycle:
 
     def _promote(self, plan: Promotion, *, merge: bool) -> Promotion:
         from memrouter.store import frontmatter
+        from memrouter.writing import CONTENT, guarded
 
         now = iso_time(self.clock())
         provenance = {
@@ -334,6 +347,7 @@ class Lifecycle:
             else:
                 changes = {"channel": "long_term", "superseded_by": None, "status": None, **provenance}
                 text, expected = frontmatter.update(memory.text, changes), ""
+            text, _ = guarded(self.index, plan.target, text, actor=None, purpose=CONTENT)
             self.index.index_written(self.store.write(plan.target, text, expected_hash=expected))
             marked = frontmatter.update(memory.text, {"superseded_by": plan.target})
             self.index.index_written(self.store.write(memory.name, marked, expected_hash=memory.hash))
@@ -345,10 +359,12 @@ class Lifecycle:
         """Mark ``name`` obsolete (and superseded) with the reason; see ``Router.invalidate``."""
         from memrouter.store.compose import check_reason
         from memrouter.store.names import validate_name
+        from memrouter.writing import check_text
 
         why = check_reason(reason)
         if not why or not why.strip():
             raise InvalidInput("give a reason for the invalidation")
+        check_text(why, "the invalidation reason")
         name = validate_name(name, strict=False)
         newer = None if superseded_by is None else validate_name(superseded_by, strict=False)
         if newer == name:

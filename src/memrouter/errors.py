@@ -5,6 +5,8 @@ Everything the library raises on purpose descends from ``MemoryRouterError``::
     MemoryRouterError
      +-- ConfigError            bad or contradictory configuration          exit 2
      +-- InvalidInput           bad name, query, front matter or argument   exit 2
+     |    +-- Refused               the write guard refused the text (a secret,
+     |                              a near-duplicate); ``verdict`` says why
      +-- NotFound               no memory (or key) by that name             exit 1
      +-- Conflict               the file changed since it was read          exit 1
      |    +-- VersionConflict       a team variable's version is not the
@@ -35,6 +37,7 @@ __all__ = [
     "MemoryRouterError",
     "ConfigError",
     "InvalidInput",
+    "Refused",
     "NotFound",
     "Conflict",
     "VersionConflict",
@@ -71,6 +74,18 @@ class ConfigError(MemoryRouterError):
 
 class InvalidInput(MemoryRouterError):
     """An argument (name, query, content, filter) is not acceptable."""
+
+
+class Refused(InvalidInput):
+    """The write guard refused a write (``memrouter.guard``): nothing was written or indexed.
+
+    ``verdict`` (a ``memrouter.guard.Verdict``) holds the reasons; the message
+    names each reason's kind and line, never a secret's value.
+    """
+
+    def __init__(self, message: str, verdict: object) -> None:
+        super().__init__(message)
+        self.verdict = verdict
 
 
 class NotFound(MemoryRouterError):

@@ -96,5 +96,10 @@ def save_stamped(router: Router, content: str, name: str | None, *, actor: str |
             existing = router.store.read(name)  # what its front matter says, not dates filled in from git
         except NotFound:
             existing = None
+    from memrouter.writing import check_text
+
+    check_text(
+        content, f"memory {name!r}" if name else "the memory"
+    )  # before stamping: lines as the caller numbered them
     content = stamp(content, author=fields.get("author") or actor, now=router.clock(), existing=existing)
-    return router.save(content, name, **fields)
+    return router.save(content, name, actor=actor, **fields)

@@ -16,9 +16,13 @@ from memrouter.store.names import validate_name
 __all__ = ["rename_memory"]
 
 
-def rename_memory(store: MemoryStore, index: IndexKeeper, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
-    """See ``Router.rename``."""
+def rename_memory(
+    store: MemoryStore, index: IndexKeeper, old: str, new: str, *, actor: str | None = None
+) -> tuple[Memory, tuple[str, ...]]:
+    """See ``Router.rename``. The moved text passes the write guard (``memrouter.writing``); rewriting
+    ``mem:`` references in other memories adds no text of its own."""
     from memrouter.store.edit import rewrite_references
+    from memrouter.writing import CONTENT, guarded
 
     source = validate_name(old, strict=False)
     target = validate_name(new, strict=True)
@@ -26,7 +30,8 @@ def rename_memory(store: MemoryStore, index: IndexKeeper, old: str, new: str) ->
         raise InvalidInput(f"memory {source!r} already has that name")
     with store.lock(source, target):
         memory = store.read(source)
-        moved = store.write(target, memory.text, expected_hash="")
+        text, _ = guarded(index, target, memory.text, actor=actor, purpose=CONTENT)
+        moved = store.write(target, text, expected_hash="")
         try:
             store.delete(memory.name, expected_hash=memory.hash)
         except (Conflict, NotFound):

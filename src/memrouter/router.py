@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memrouter.audit import audited
 from memrouter.config import Config
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.errors import InvalidInput, NotFound
 from memrouter.external_api import ExternalQueries
 from memrouter.graph_api import GraphQueries
 from memrouter.history import HistoryQueries
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from memrouter.channels import Lifecycle, Promotion
     from memrouter.context import Context
     from memrouter.external import ExternalServices
+    from memrouter.guard import Verdict
     from memrouter.index.connection import IndexConnection
     from memrouter.janitor.records import JanitorReport
     from memrouter.scratch import Scratchpad
@@ -329,8 +330,10 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         valid_from: str | None = None,
         valid_until: str | None = None,
         expected_hash: str | None = None,
+        actor: str | None = None,
+        verbatim: bool = False,
     ) -> Memory:
-        """Write a memory file (atomically) and index it.
+        """Write a memory file (atomically) and index it, if the write guard lets it (``memrouter.guard``).
 
         Fields given here are set in the front matter (``source`` is the
         provenance: an ADR, a commit, a URL); every other front-matter key in
@@ -339,22 +342,28 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         exist") refuses to overwrite a concurrent change: the check and the
         write are one step, however many processes write. ``channel`` or ``kind`` may move an
         unqualified name into the open sprint (``memrouter.channels.Lifecycle.place``).
+        ``actor``: ``person`` (the default; ``user:<name>``) or ``agent`` (``agent:<id>``), whose
+        hedged or ungrounded text is stored as ``pending_review``. A secret or a near-duplicate raises ``Refused``.
+        ``verbatim`` (Serena's tools) writes exactly ``content``: secrets and near-duplicates are still refused,
+        but nothing is held for review or flagged (``memrouter.writing.VERBATIM``).
         """
-        from memrouter.store.compose import compose
+        from memrouter import writing
 
-        composed, text = compose(
-            content, name, title=title, tags=tags, kind=kind, channel=channel, scope=scope, status=status,
-            source=source, author=author, confidence=confidence, valid_from=valid_from, valid_until=valid_until,
-        )  # fmt: skip
-        placed = self.lifecycle.place(name, composed, channel, kind)
-        if expected_hash is not None and not isinstance(expected_hash, str):
-            raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
-        with self._lock, self.lifecycle.holding(placed), self.store.lock(placed):
-            if self.lifecycle.place(name, composed, channel, kind) != placed:  # a sprint opened or closed meanwhile
-                raise Conflict(f"the open sprint changed while {placed!r} was saved; save it again")
-            written = self.store.write(placed, text, expected_hash=expected_hash)
-            self._index.index_written(written)
-        return written.memory
+        fields = {
+            "title": title, "tags": tags, "kind": kind, "channel": channel, "scope": scope, "status": status,
+            "source": source, "author": author, "confidence": confidence, "valid_from": valid_from,
+            "valid_until": valid_until,
+        }  # fmt: skip
+        purpose = writing.VERBATIM if verbatim else writing.FULL
+        return writing.save(
+            self, content, name, expected_hash=expected_hash, actor=actor, fields=fields, purpose=purpose
+        )
+
+    def check(self, content: str, name: str | None = None, *, actor: str | None = None) -> Verdict:
+        """What the write guard would decide about saving ``content`` as ``name``; nothing is written."""
+        from memrouter import writing
+
+        return writing.verdict_for(self._index, name or "(new memory)", content, actor=actor)[1]
 
     @audited("delete")
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
@@ -372,28 +381,24 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     # -- editing in place (Serena's edit_memory and rename_memory) -----------
     @audited("edit")
     def edit(
-        self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False
-    ) -> tuple[Memory, int]:
+        self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False,
+        actor: str | None = None, verbatim: bool = False,
+    ) -> tuple[Memory, int]:  # fmt: skip
         """Replace ``needle`` with ``repl`` in a memory file; returns the new memory and the count.
 
         ``mode`` is ``literal`` or ``regex`` (MULTILINE and DOTALL); no match,
         or several without ``allow_multiple_occurrences``, changes nothing
-        and raises ``InvalidInput`` (see ``memrouter.store.edit``).
+        and raises ``InvalidInput`` (see ``memrouter.store.edit``). The result passes the write guard (``save``).
         """
-        from memrouter.store.edit import replace_text
+        from memrouter import writing
 
-        name = validate_name(name, strict=False)
-        with self._lock, self.store.lock(name):
-            memory = self.store.read(name)
-            text, count = replace_text(
-                memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
-            )
-            written = self.store.write(memory.name, text, expected_hash=memory.hash)
-            self._index.index_written(written)
-        return written.memory, count
+        purpose = writing.VERBATIM if verbatim else writing.CLAIMS  # verbatim: as in ``save``
+        return writing.edit(
+            self, name, needle, repl, mode=mode, allow_multiple=allow_multiple_occurrences, actor=actor, purpose=purpose
+        )
 
     @audited("rename")
-    def rename(self, old: str, new: str) -> tuple[Memory, tuple[str, ...]]:
+    def rename(self, old: str, new: str, *, actor: str | None = None) -> tuple[Memory, tuple[str, ...]]:
         """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
 
         Returns the moved memory and the names of the memories whose
@@ -402,7 +407,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         from memrouter.renaming import rename_memory
 
         with self._lock:
-            return rename_memory(self.store, self._index, old, new)
+            return rename_memory(self.store, self._index, old, new, actor=actor)
 
     # -- channels and time (memrouter.channels) -------------------------------
     @property
@@ -426,8 +431,9 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         from memrouter.escalation import escalation_text
 
         title, text = escalation_text(summary, team_context, title)
+        actor = author if author is not None and author.startswith("agent:") else None  # the guard judges agents
         return self.save(text, title=title, kind="investigation", channel="sprint", source="team_escalation",
-                         author=author)  # fmt: skip
+                         author=author, actor=actor)  # fmt: skip
 
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""

@@ -83,6 +83,9 @@ class Scratchpad:
             raise InvalidInput(f"a scratchpad note is at most {MAX_NOTE_CHARS:,} characters (got {len(text):,})")
         if any(0xD800 <= ord(char) <= 0xDFFF for char in text) or "\x00" in text:
             raise InvalidInput("a scratchpad note must be valid Unicode text without NUL characters")
+        from memrouter.writing import check_text
+
+        check_text(text, f"scratchpad note {name!r}")
         life = self.ttl if ttl is None else ttl
         if isinstance(life, bool) or not isinstance(life, (int, float)) or not 0 < life <= 7 * 86400:
             raise InvalidInput("ttl must be a number of seconds between 0 and 7 days")

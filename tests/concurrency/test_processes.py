@@ -66,7 +66,8 @@ def test_many_processes_mixed_operations_lose_nothing(tmp_path: Path) -> None:
                 while not stop.is_set():
                     number += 1
                     name = f"mcp/note-{number}"
-                    text = f"# MCP note {number}\n\nmcpword{number} handoff review\n"
+                    # grounded (an issue reference), so the write guard stores it as given, not pending review
+                    text = f"# MCP note {number}\n\nmcpword{number} handoff review (#{number})\n"
                     written = await client.call_tool("write_memory", {"memory_name": name, "content": text})
                     if written.is_error:
                         mcp_errors.append(written.content[0].text)

@@ -27,7 +27,7 @@ INITIALIZE = {
 async def roundtrip(client: Any, root: Path, marker: str) -> None:
     """A short session touching memrouter's, Serena's and the session tools."""
     written = await client.call_tool(
-        "write_memory", {"memory_name": f"notes/{marker}", "content": f"# {marker}\n\nabout {marker}\n"}
+        "write_memory", {"memory_name": f"notes/{marker}", "content": f"# {marker}\n\nabout {marker} (ADR-001)\n"}
     )
     assert written.content[0].text == f"Memory notes/{marker} written."
     found = await client.call_tool("search_memory", {"query": marker, "mode": "lexical"})

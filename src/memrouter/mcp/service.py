@@ -39,6 +39,16 @@ from memrouter.store.names import normalize_name, validate_name
 __all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
 
 GLOBAL_TOPIC = "global"
+# Whoever calls a tool is an agent: its hedged or ungrounded writes go to review (memrouter.guard).
+AGENT = "agent"
+
+
+def _agent() -> str:
+    """Who an MCP write is by, for the guard and the audit log: the request's agent (``agent:<id>``), else ``agent``."""
+    actor = current_actor()
+    return actor if actor is not None and actor.startswith("agent:") else AGENT
+
+
 RECENT_LIMIT = 20
 KIND_RESOURCES = {"conventions": ("convention",), "decisions": ("decision", "adr")}
 # Memory bodies returned by one resource read, at most.
@@ -136,7 +146,7 @@ class MemoryService:
         if memory_name is not None:
             _, memory_name = self._split(memory_name, project_only=True)
         memory = save_stamped(
-            self.router, content, memory_name, actor=current_actor(), title=title, tags=_filter_values("tags", tags),
+            self.router, content, memory_name, actor=_agent(), title=title, tags=_filter_values("tags", tags),
             kind=kind, channel=channel, source=source,
         )  # fmt: skip
         data = memory.to_dict(content=False)
@@ -185,9 +195,11 @@ class MemoryService:
             )
         scope, name = self._split(memory_name)
         if scope is not None:
-            scope.write(name, content)
+            from memrouter.writing import VERBATIM, guarded
+
+            scope.write(name, guarded(None, name, content, actor=_agent(), purpose=VERBATIM)[0])
             return f"Memory {GLOBAL_TOPIC}/{name} written."
-        memory = self.router.save(content, name)
+        memory = self.router.save(content, name, actor=_agent(), verbatim=True)  # Serena's contract: the file as sent
         return f"Memory {memory.name} written."
 
     def read_memory(self, memory_name: str) -> str:
@@ -235,13 +247,24 @@ class MemoryService:
         scope, name = self._split(memory_name)
         try:
             if scope is not None:
+                from memrouter.writing import VERBATIM, guarded
+
                 memory = scope.read(name)
                 text, _ = replace_text(
                     memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple_occurrences
                 )
+                text, _ = guarded(None, name, text, actor=_agent(), purpose=VERBATIM)
                 scope.write(name, text, expected_hash=memory.hash)
             else:
-                self.router.edit(name, needle, repl, mode=mode, allow_multiple_occurrences=allow_multiple_occurrences)
+                self.router.edit(
+                    name,
+                    needle,
+                    repl,
+                    mode=mode,
+                    allow_multiple_occurrences=allow_multiple_occurrences,
+                    actor=_agent(),
+                    verbatim=True,
+                )
         except NotFound as exc:
             raise NotFound(f"Memory {_display(scope, name)} not found.") from exc
         return f"Memory {_display(scope, name)} edited successfully."
@@ -257,7 +280,7 @@ class MemoryService:
         except NotFound as exc:
             raise NotFound(f"Memory {old} not found.") from exc
         try:
-            moved, _ = self.router.rename(old, new)
+            moved, _ = self.router.rename(old, new, actor=_agent())
         except Conflict as exc:
             raise Conflict(f"Memory {new} already exists.") from exc
         return f"Memory renamed from {old} to {moved.name}."
