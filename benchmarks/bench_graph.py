@@ -64,7 +64,7 @@ def build_seconds(corpus: Path, work: Path, rounds: int) -> tuple[float, float]:
             for with_graph in (False, True):
                 graph_store.write_graph = original
                 if not with_graph:
-                    graph_store.write_graph = lambda conn, writer, memory_id, memory, new=False: 0  # type: ignore[assignment]
+                    graph_store.write_graph = lambda writer, memory_id, memory: 0  # type: ignore[assignment]
                 index = work / f"build-{with_graph}-{n}"
                 with Router.open(root=corpus, index_dir=index, watch=False) as router:
                     started = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -96,7 +97,9 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
         assert [r.target for r in router.neighbors("a")] == ["c"]
         assert router.neighbors("b") == []
         conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
-        assert conn.execute("SELECT count(*) FROM graph_edges").fetchone()[0] == 1
+        query = "SELECT edges FROM graph_rows JOIN memories m ON m.id = memory_id WHERE m.name = 'a'"
+        (edges,) = conn.execute(query).fetchone()
+        assert [edge[:2] for edge in json.loads(edges)] == [["links_to", "mem:c"]]
         conn.close()
 
 
@@ -116,10 +119,10 @@ def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_the
         upsert_memory(conn, writer, second, 2, 2)  # type: ignore[arg-type]
         upsert_memory(conn, writer, gone, 1, 1)  # type: ignore[arg-type]
         assert delete_memory(conn, writer, "d")
-    assert [tuple(row) for row in conn.execute("SELECT type, target FROM graph_edges")] == [("links_to", "mem:c")]
-    orphans = "SELECT count(*) FROM graph_keys WHERE memory_id NOT IN (SELECT id FROM memories)"
-    assert conn.execute(orphans).fetchone()[0] == 0
-    assert {row[0] for row in conn.execute("SELECT key FROM graph_keys")} == set(extract(second).keys)  # type: ignore[arg-type]
+    rows = conn.execute("SELECT keys, edges FROM graph_rows").fetchall()
+    assert len(rows) == 1  # "d" was deleted in the transaction: its collected row was never written
+    assert [edge[:2] for edge in json.loads(rows[0][1])] == [["links_to", "mem:c"]]
+    assert set(json.loads(rows[0][0])) == set(extract(second).keys)  # type: ignore[arg-type]
     conn.close()
 
 
@@ -184,7 +187,7 @@ def test_a_missing_graph_table_is_damage_and_is_repaired(memories: Path, tmp_pat
     with open_router(memories, tmp_path) as router:
         router.refresh()
     conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
-    conn.execute("DROP TABLE graph_edges")
+    conn.execute("DROP TABLE graph_rows")
     conn.commit()
     conn.close()
     with open_router(memories, tmp_path) as router:
@@ -197,8 +200,7 @@ def test_an_index_from_before_the_graph_gets_its_edges_on_the_next_refresh(memor
         router.refresh()
     conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")  # as an older memrouter left it
     conn.executescript(
-        "DROP TABLE graph_edges; DROP TABLE graph_keys; "
-        "DELETE FROM schema_migrations WHERE name = '0200_knowledge_graph';"
+        "DROP TABLE graph_rows; DELETE FROM schema_migrations WHERE name IN ('0200_knowledge_graph', '0202_graph_rows');"
     )
     conn.close()
     with open_router(memories, tmp_path) as router:

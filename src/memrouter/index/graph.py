@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph_extract import key_label, query_keys, word_runs
+from memrouter.index.graph_store import decode_edges, decode_keys
 from memrouter.index.lexical import Allowed, filter_sql
 from memrouter.model import Filters, Relation
 
@@ -73,16 +74,18 @@ class GraphView:
         self.key_memories: dict[str, list[int]] = {}
         self.memory_keys: dict[int, list[str]] = {}
         self.key_labels: dict[str, str] = {}
-        for key, memory_id, label in conn.execute("SELECT key, memory_id, label FROM graph_keys"):
-            self.key_memories.setdefault(key, []).append(memory_id)
-            self.memory_keys.setdefault(memory_id, []).append(key)
-            self.key_labels.setdefault(key, label)
         self.out: dict[int, list[Edge]] = {}
         self.into: dict[str, list[Edge]] = {}
-        for row in conn.execute("SELECT memory_id, type, target, label, line, detail FROM graph_edges ORDER BY id"):
-            edge = Edge(*row)
-            self.out.setdefault(edge.memory, []).append(edge)
-            self.into.setdefault(edge.target, []).append(edge)
+        for memory_id, keys, edges in conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"):
+            labels = decode_keys(keys)
+            self.memory_keys[memory_id] = list(labels)
+            for key, label in labels.items():
+                self.key_memories.setdefault(key, []).append(memory_id)
+                self.key_labels.setdefault(key, label)
+            for row in decode_edges(edges):
+                edge = Edge(memory_id, *row)
+                self.out.setdefault(memory_id, []).append(edge)
+                self.into.setdefault(edge.target, []).append(edge)
         # Filled on first use, for this generation: each node's hops and each hop's score factor.
         self._adjacent: dict[Node, tuple[Step, ...]] = {}
         self._factors: dict[tuple[str, str], float] = {}
