@@ -225,6 +225,25 @@ def test_the_graph_weight_decides_whether_the_graph_retriever_is_fused(memories:
                 assert graph.detail == "graph: ADR-007 -names-> adr/adr-007-queues <-supersedes- adr/adr-012-streams"
 
 
+def test_the_retriever_walks_on_from_the_best_lexical_hits(memories: Path, tmp_path: Path) -> None:
+    from test_config_keys import configured
+
+    write(memories, "deploy-checklist", "# Deploy checklist\n\nBefore a release read [[zebra-notes]].\n")
+    write(memories, "zebra-notes", "# Zebra notes\n\nStripes and grazing.\n")
+    for weight in (0.0, 0.1):
+        configured(memories, f'[search.weights]\ngraph = {weight}\n[embed]\nmodel = "hash"\n')
+        with Router.open(root=memories, index_dir=tmp_path / f"idx{weight}", watch=False) as router:
+            router.refresh(embed=True)
+            assert [h.name for h in router.search("release checklist", mode="lexical")] == ["deploy-checklist"]
+            hits = {h.name: h for h in router.search("release checklist", mode="hybrid", limit=5)}
+            graph = (
+                [m.detail for m in hits["zebra-notes"].why if m.retriever == "graph"] if "zebra-notes" in hits else []
+            )
+            # Reached only through the link from the best lexical hit, and said so.
+            assert graph == (["graph: deploy-checklist -links_to-> zebra-notes"] if weight else [])
+            assert hits and next(iter(hits)) == "deploy-checklist"
+
+
 @pytest.mark.parametrize(
     ("line", "key", "taken"),
     [

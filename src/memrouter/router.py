@@ -275,8 +275,8 @@ class Router(GraphQueries, HistoryQueries):
             lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
             lists["dense"] = self._index.dense.search(conn, query, filters, pool, passing=lexical.allowed)
-        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:
-            lists["graph"] = self._index.graph.search(conn, query, filters, pool, passing=lexical.allowed)
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
+            lists["graph"] = self._index.graph.search(conn, query, filters, pool, lexical.allowed, lists["lexical"])
         return lists
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
