@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from helpers import write
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memrouter import Router
 from memrouter.errors import InvalidInput, NotFound
@@ -286,3 +288,10 @@ def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memori
         every = [key for key in query_keys(query) if view.knows(key)]
         assert [key for key in query_keys(query, view.vocabulary) if view.knows(key)] == every
     assert [key for key in query_keys("release train 2", view.vocabulary) if view.knows(key)] == ["mem:release-train-2"]
+
+
+@given(st.text(alphabet="ab09-_/ .A\\", max_size=12))
+def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
+    from memrouter.index.graph_extract import _slugged_key, name_key
+
+    assert name_key(text) == _slugged_key(text)

@@ -64,6 +64,8 @@ _OBSERVATION = re.compile(r"\s{0,3}[-*+]\s+\[([A-Za-z][\w -]{0,40})\]\s+(?!\()(.
 _TAG = re.compile(r"(?<![\w&#])#([A-Za-z][\w/-]{0,60})")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SLUG_RUN = re.compile(r"[^\w]+")
+# Lower-case letter-and-digit runs joined by single "-" or "_", in "/"-separated segments: what _slug keeps as is.
+_SLUGGED = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]+)*)*")
 _WORD_RUN = re.compile(r"[^\W_]+")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
@@ -101,6 +103,12 @@ def word_runs(text: str) -> list[str]:
 @lru_cache(maxsize=16384)  # the same targets, titles and names come back across a build
 def name_key(text: str) -> str:
     """The ``mem:`` key of a memory name, title, alias or wikilink target (slugged per path segment)."""
+    if _SLUGGED.fullmatch(text):
+        return "mem:" + text  # most names are slugs already: slugging them changes nothing
+    return _slugged_key(text)
+
+
+def _slugged_key(text: str) -> str:
     text = text.strip().removesuffix(".md")
     segments = [_slug(part) for part in text.replace("\\", "/").split("/")]
     return "mem:" + "/".join(part for part in segments if part)
