@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 from helpers import write
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memrouter import Router
 from memrouter.errors import InvalidInput, NotFound
@@ -96,7 +99,9 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
         assert [r.target for r in router.neighbors("a")] == ["c"]
         assert router.neighbors("b") == []
         conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
-        assert conn.execute("SELECT count(*) FROM graph_edges").fetchone()[0] == 1
+        query = "SELECT edges FROM graph_rows JOIN memories m ON m.id = memory_id WHERE m.name = 'a'"
+        (edges,) = conn.execute(query).fetchone()
+        assert [edge[:2] for edge in json.loads(edges)] == [["links_to", "mem:c"]]
         conn.close()
 
 
@@ -116,10 +121,10 @@ def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_the
         upsert_memory(conn, writer, second, 2, 2)  # type: ignore[arg-type]
         upsert_memory(conn, writer, gone, 1, 1)  # type: ignore[arg-type]
         assert delete_memory(conn, writer, "d")
-    assert [tuple(row) for row in conn.execute("SELECT type, target FROM graph_edges")] == [("links_to", "mem:c")]
-    orphans = "SELECT count(*) FROM graph_keys WHERE memory_id NOT IN (SELECT id FROM memories)"
-    assert conn.execute(orphans).fetchone()[0] == 0
-    assert {row[0] for row in conn.execute("SELECT key FROM graph_keys")} == set(extract(second).keys)  # type: ignore[arg-type]
+    rows = conn.execute("SELECT keys, edges FROM graph_rows").fetchall()
+    assert len(rows) == 1  # "d" was deleted in the transaction: its collected row was never written
+    assert [edge[:2] for edge in json.loads(rows[0][1])] == [["links_to", "mem:c"]]
+    assert set(json.loads(rows[0][0])) == set(extract(second).keys)  # type: ignore[arg-type]
     conn.close()
 
 
@@ -184,7 +189,7 @@ def test_a_missing_graph_table_is_damage_and_is_repaired(memories: Path, tmp_pat
     with open_router(memories, tmp_path) as router:
         router.refresh()
     conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
-    conn.execute("DROP TABLE graph_edges")
+    conn.execute("DROP TABLE graph_rows")
     conn.commit()
     conn.close()
     with open_router(memories, tmp_path) as router:
@@ -197,8 +202,7 @@ def test_an_index_from_before_the_graph_gets_its_edges_on_the_next_refresh(memor
         router.refresh()
     conn = sqlite3.connect(tmp_path / "idx" / "index.sqlite")  # as an older memrouter left it
     conn.executescript(
-        "DROP TABLE graph_edges; DROP TABLE graph_keys; "
-        "DELETE FROM schema_migrations WHERE name = '0200_knowledge_graph';"
+        "DROP TABLE graph_rows; DELETE FROM schema_migrations WHERE name IN ('0200_knowledge_graph', '0202_graph_rows');"
     )
     conn.close()
     with open_router(memories, tmp_path) as router:
@@ -221,6 +225,25 @@ def test_the_graph_weight_decides_whether_the_graph_retriever_is_fused(memories:
                 streams = next(h for h in hits if h.name == "adr/adr-012-streams")
                 graph = next(m for m in streams.why if m.retriever == "graph")
                 assert graph.detail == "graph: ADR-007 -names-> adr/adr-007-queues <-supersedes- adr/adr-012-streams"
+
+
+def test_the_retriever_walks_on_from_the_best_lexical_hits(memories: Path, tmp_path: Path) -> None:
+    from test_config_keys import configured
+
+    write(memories, "deploy-checklist", "# Deploy checklist\n\nBefore a release read [[zebra-notes]].\n")
+    write(memories, "zebra-notes", "# Zebra notes\n\nStripes and grazing.\n")
+    for weight in (0.0, 0.1):
+        configured(memories, f'[search.weights]\ngraph = {weight}\n[embed]\nmodel = "hash"\n')
+        with Router.open(root=memories, index_dir=tmp_path / f"idx{weight}", watch=False) as router:
+            router.refresh(embed=True)
+            assert [h.name for h in router.search("release checklist", mode="lexical")] == ["deploy-checklist"]
+            hits = {h.name: h for h in router.search("release checklist", mode="hybrid", limit=5)}
+            graph = (
+                [m.detail for m in hits["zebra-notes"].why if m.retriever == "graph"] if "zebra-notes" in hits else []
+            )
+            # Reached only through the link from the best lexical hit, and said so.
+            assert graph == (["graph: deploy-checklist -links_to-> zebra-notes"] if weight else [])
+            assert hits and next(iter(hits)) == "deploy-checklist"
 
 
 @pytest.mark.parametrize(
@@ -265,3 +288,10 @@ def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memori
         every = [key for key in query_keys(query) if view.knows(key)]
         assert [key for key in query_keys(query, view.vocabulary) if view.knows(key)] == every
     assert [key for key in query_keys("release train 2", view.vocabulary) if view.knows(key)] == ["mem:release-train-2"]
+
+
+@given(st.text(alphabet="ab09-_/ .A\\", max_size=12))
+def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
+    from memrouter.index.graph_extract import _slugged_key, name_key
+
+    assert name_key(text) == _slugged_key(text)

@@ -68,8 +68,9 @@ class SearchConfig:
     # Tuned on LoCoMo-10 and the ai-agents golden set (benchmarks/): MiniLM is
     # weaker than BM25F on this data, so it breaks ties and lifts paraphrases
     # without pulling good lexical matches down. Raise "dense" for more of both.
-    # "graph" (the knowledge-graph retriever, hybrid only) is 0, off: measured
-    # on the same data it does not help there (benchmarks/bench_graph.py).
+    # "graph" (the knowledge-graph retriever, hybrid only) is 0, off: with MiniLM
+    # it lowers MRR on the ai-agents golden set at every weight tried and finds
+    # no more of its link-answered questions (benchmarks/bench_graph.py).
     weights: dict[str, float] = field(default_factory=lambda: {"lexical": 1.0, "dense": 0.1, "graph": 0.0})
     # A long-running process re-checks the files at most this often (seconds);
     # writes made through memrouter are visible at once regardless.

@@ -129,8 +129,8 @@ class CanonicalSearch:
             lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
             lists["dense"] = self.index.dense.search(conn, query, filters, pool, passing=lexical.allowed)
-        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:
-            lists["graph"] = self.index.graph.search(conn, query, filters, pool, passing=lexical.allowed)
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
+            lists["graph"] = self.index.graph.search(conn, query, filters, pool, lexical.allowed, lists["lexical"])
         return lists
 
     def _decayed(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row], now: float) -> builtins.list[Fused]:

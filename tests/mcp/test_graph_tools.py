@@ -1,4 +1,4 @@
-"""The graph tools and the memory://graph/{name} resource, through the SDK's own client."""
+"""The graph tools and the graph://{name} resource, through the SDK's own client."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ MEMORIES = {
     "adr/adr-007-queues": "# ADR-007 Queues\n\nWe use a broker.\n",
     "adr/adr-012-streams": "# ADR-012 Streams\n\n- supersedes [[adr-007-queues]] (ordering)\n",
     "billing": "# Billing\n\n- depends_on [[adr-012-streams]]\n",
+    "charts": "# Charts\n\nDrawn as in [[graph/layout]].\n",
     "graph/layout": "# Layout\n\nA memory whose name starts with graph/.\n",
 }
 
@@ -62,7 +63,7 @@ async def test_graph_tool_errors(graph_root: Path, tmp_path: Path, connect: Any)
 
 async def test_graph_resource(graph_root: Path, tmp_path: Path, connect: Any) -> None:
     async with connect(graph_root, tmp_path / "index") as client:
-        content = (await client.read_resource("memory://graph/ADR-012")).contents[0]
+        content = (await client.read_resource("graph://ADR-012")).contents[0]
         assert content.mime_type == "application/json"
         data = json.loads(content.text)
         assert data["name"] == "adr/adr-012-streams"
@@ -71,6 +72,21 @@ async def test_graph_resource(graph_root: Path, tmp_path: Path, connect: Any) ->
             ("billing", "depends_on"),
         }
         with pytest.raises(Exception, match="knows no memory"):
-            await client.read_resource("memory://graph/nothing-here")
-        # Other memory names are still read as files.
+            await client.read_resource("graph://nothing-here")
         assert (await client.read_resource("memory://billing")).contents[0].text == MEMORIES["billing"]
+
+
+async def test_a_memory_named_graph_slash_is_read_at_its_own_uri(
+    graph_root: Path, tmp_path: Path, connect: Any
+) -> None:
+    async with connect(graph_root, tmp_path / "index") as client:
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        text = (await client.read_resource("memory://graph/layout")).contents[0]
+        assert text.mime_type == "text/markdown" and text.text == MEMORIES["graph/layout"]
+        edges = (await client.read_resource("graph://graph/layout")).contents[0]
+        assert edges.mime_type == "application/json"
+        data = json.loads(edges.text)
+        assert data["name"] == "graph/layout" and data["kind"] == "memory"
+        assert {(r["source"], r["type"]) for r in data["relations"]} == {("charts", "links_to")}
+    # Every memory's URI is the text template filled with its name, so no memory is hidden.
+    assert templates == {"memory://{+name}", "graph://{+name}"}

@@ -279,7 +279,7 @@ async def test_resources(project_root: Path, tmp_path: Path, connect: Any) -> No
         uris = {str(resource.uri) for resource in (await client.list_resources()).resources}
         assert uris == {"memory://recent", "memory://conventions", "memory://decisions", "memory://context"}
         templates = (await client.list_resource_templates()).resource_templates
-        assert [t.uri_template for t in templates] == ["memory://graph/{+name}", "memory://{+name}"]
+        assert [t.uri_template for t in templates] == ["graph://{+name}", "memory://{+name}"]
 
         recent = json.loads((await client.read_resource("memory://recent")).contents[0].text)
         assert {"tabs", "queue-choice"} <= {item["name"] for item in recent["memories"][:2]}

@@ -10,7 +10,9 @@ traversal never touches SQLite.
 The retriever (``GraphIndex.search``) recognises keys in the query (mentions,
 names, aliases, normalised), seeds the memories holding them and the
 memories that reference them, then follows typed edges 1-2 hops with decay;
-a hub (a key named by many memories) spreads less.
+a hub (a key named by many memories) spreads less. It also takes the best
+hits of the lexical list and walks one hop from each (the memories it links
+to and that link to it), so that a memory only a link leads to is found.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph_extract import key_label, query_keys, word_runs
+from memrouter.index.graph_store import decode_edges, decode_keys
 from memrouter.index.lexical import Allowed, filter_sql
 from memrouter.model import PENDING, Filters, Relation
 
@@ -34,6 +37,11 @@ HOP_DECAY = 0.5
 TYPE_WEIGHTS = {"supersedes": 1.0, "superseded_by": 1.0, "depends_on": 1.0, "implements": 1.0, "links_to": 0.9,
                 "relates_to": 0.8, "names": 1.0, "mentions": 0.6, "about_code": 0.5}  # fmt: skip
 MAX_VISITED = 5000
+# The retriever also walks one hop from the best HIT_SEEDS of another retriever's list, the hit at rank r
+# seeding HIT_WEIGHT / r, and at most FAN_OUT hops from any node.
+HIT_SEEDS = 5
+HIT_WEIGHT = 1.0
+FAN_OUT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +85,20 @@ class GraphView:
         self.key_memories: dict[str, list[int]] = {}
         self.memory_keys: dict[int, list[str]] = {}
         self.key_labels: dict[str, str] = {}
-        for key, memory_id, label in conn.execute("SELECT key, memory_id, label FROM graph_keys"):
-            if memory_id not in self.names:
-                continue
-            self.key_memories.setdefault(key, []).append(memory_id)
-            self.memory_keys.setdefault(memory_id, []).append(key)
-            self.key_labels.setdefault(key, label)
         self.out: dict[int, list[Edge]] = {}
         self.into: dict[str, list[Edge]] = {}
-        for row in conn.execute("SELECT memory_id, type, target, label, line, detail FROM graph_edges ORDER BY id"):
-            edge = Edge(*row)
-            if edge.memory not in self.names:
+        for memory_id, keys, edges in conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"):
+            if memory_id not in self.names:  # a memory left out (pending review): its keys and links too
                 continue
-            self.out.setdefault(edge.memory, []).append(edge)
-            self.into.setdefault(edge.target, []).append(edge)
+            labels = decode_keys(keys)
+            self.memory_keys[memory_id] = list(labels)
+            for key, label in labels.items():
+                self.key_memories.setdefault(key, []).append(memory_id)
+                self.key_labels.setdefault(key, label)
+            for row in decode_edges(edges):
+                edge = Edge(memory_id, *row)
+                self.out.setdefault(memory_id, []).append(edge)
+                self.into.setdefault(edge.target, []).append(edge)
         # Filled on first use, for this generation: each node's hops and each hop's score factor.
         self._adjacent: dict[Node, tuple[Step, ...]] = {}
         self._factors: dict[tuple[str, str], float] = {}
@@ -259,23 +267,39 @@ class GraphIndex:
         return self._view
 
     def search(
-        self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50, *, passing: Allowed | None = None
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        filters: Filters,
+        limit: int = 50,
+        passing: Allowed | None = None,
+        hits: Sequence[Ranked] = (),
     ) -> list[Ranked]:
-        """Memories reached from the entities ``query`` names, best first; ``detail`` shows the path."""
+        """Memories reached from the entities ``query`` names and, one hop on, from its best ``hits`` (another
+        retriever's list, best first: the memories they link to and that link to them); ``detail`` shows the path."""
         view = self.view(conn)
         best: dict[int, tuple[float, tuple[Step, ...]]] = {}
         seeds = [key for key in query_keys(query, view.vocabulary) if view.knows(key)]
-        if not seeds:
-            return []
 
         def offer(memory: int, score: float, path: tuple[Step, ...]) -> None:
-            if score > best.get(memory, (0.0, ()))[0]:
-                best[memory] = (score, path)
+            old = best.get(memory)
+            if old is None or score > old[0]:
+                best[memory] = (score, path or (old[1] if old else ()))  # a path says more than "a best hit"
 
         for key in seeds[:20]:
             for path, score in _paths(view, key):
                 if isinstance(path[-1].target, int):
                     offer(path[-1].target, score, path)
+        seeded = [hit.memory_id for hit in hits[:HIT_SEEDS]]
+        for rank, memory in enumerate(seeded, 1):
+            offer(memory, HIT_WEIGHT / rank, ())  # kept in their order, ahead of what they lead to
+            steps = view.adjacent(memory)
+            spread = HIT_WEIGHT / rank / max(1.0, math.log2(1 + len(steps)))  # a hub spreads less
+            for step in steps[:FAN_OUT]:
+                if isinstance(step.target, int) and step.target not in seeded:
+                    offer(step.target, spread * view.hop_factor(step), (step,))
+        if not best:
+            return []
         ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
         if filters.restricts:  # validity too: a retired memory is no result here either
             if passing is not None:
@@ -285,10 +309,15 @@ class GraphIndex:
                 ids_in = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
                 timed_out = set()
             ranked = [item for item in ranked if item[0] in ids_in and item[0] not in timed_out]
-        return [Ranked(mid, round(score, 6), "graph: " + view.describe(path)) for mid, (score, path) in ranked[:limit]]
+        return [
+            Ranked(mid, round(score, 6), "graph: " + (view.describe(path) if path else "a best hit"))
+            for mid, (score, path) in ranked[:limit]
+        ]
 
 
-def _paths(view: GraphView, key: str, max_hops: int = 2, fan_out: int = 50) -> Iterator[tuple[tuple[Step, ...], float]]:
+def _paths(
+    view: GraphView, key: str, max_hops: int = 2, fan_out: int = FAN_OUT
+) -> Iterator[tuple[tuple[Step, ...], float]]:
     """Paths from entity ``key``, each with its score: to the memories holding it (no hop, score 1), then up to
     ``max_hops`` typed hops on, each multiplying the score by its ``GraphView.hop_factor``."""
     frontier: list[tuple[tuple[Step, ...], float]] = [((step,), view.hop_factor(step)) for step in view.adjacent(key)]

@@ -19,7 +19,8 @@ What is read: front-matter relations (``related``, ``supersedes``,
 links to ``.md`` files inside the root, relation lines
 (``- depends_on [[Target]] (why)``), observation lines
 (``- [category] text #tag``) and mentions: ADR ids, issue and PR references,
-commit hashes next to a git word, and code paths with a known extension.
+commit hashes next to a git word, and code paths with a known extension
+(``memrouter.index.graph_mentions`` finds those).
 Fenced code and front matter are never read as text; inline code is read for
 mentions only. Work is bounded: at most ``MAX_EDGES`` edges per memory.
 """
@@ -30,8 +31,11 @@ import posixpath
 import re
 from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
-from memrouter.index.graph_commits import HEX, hex_runs, is_commit
+from memrouter.index.graph_commits import HEX
+from memrouter.index.graph_mentions import ADR, key_label, mentions, path_key
 from memrouter.model import Memory
 
 __all__ = ["MAX_EDGES", "Extracted", "RawEdge", "extract", "key_label", "name_key", "query_keys", "word_runs"]
@@ -58,39 +62,19 @@ _RELATION_LINE = re.compile(
 )
 _OBSERVATION = re.compile(r"\s{0,3}[-*+]\s+\[([A-Za-z][\w -]{0,40})\]\s+(?!\()(.+)$")
 _TAG = re.compile(r"(?<![\w&#])#([A-Za-z][\w/-]{0,60})")
-_ADR = re.compile(r"(?<![A-Za-z0-9])ADR-?0*(\d{1,4})(?![\d])", re.IGNORECASE)
-_ISSUE = re.compile(r"#(\d{1,6})(?!\w|-[^\d#>])")  # "#12-#14" and "#12-14" are ranges; "#12-intro" an anchor
-_SEVERITY = re.compile(r"\((?:low|medium|high|critical|blocker)\)", re.IGNORECASE)
-_ISSUE_LIST = re.compile(r"(?<![\w&])#\d{2,6}/$")
-_REPO_BEFORE = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100})$")
-_ADR_LOWER = re.compile(r"adr-?0*(\d{1,4})(?!\d)")
-
-_ISSUE_CONTEXT = re.compile(
-    r"\b(?:issues?|prs?|pull|pull requests?|fix(?:es|ed)?|clos(?:es|ed|e)|resolv(?:es|ed|e)|refs?|see|merged|"
-    r"tracked|follow-up|duplicate of)\b(?:[^#\n]|#\d{1,6}\b){0,24}$",
-    re.IGNORECASE,
-)
-_PATH_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.*@/-"
-_EXTENSIONS = (
-    "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
-    "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
-)
-_PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
-_PATH = re.compile(
-    r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:\.?[\w*@-][\w.*@-]*/){0,20}\.?[\w*@-][\w.*@-]*\.(?:"
-    + _EXTENSIONS
-    + r"))(?![\w/-])"
-)
-_TITLE_WORD = re.compile(r"[A-Z][a-z]+")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SLUG_RUN = re.compile(r"[^\w]+")
+# Lower-case letter-and-digit runs joined by single "-" or "_", in "/"-separated segments: what _slug keeps as is.
+_SLUGGED = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]+)*)*")
 _WORD_RUN = re.compile(r"[^\W_]+")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
 
-@dataclass(frozen=True, slots=True)
-class RawEdge:
-    """One reference from a memory: ``type`` to key ``key`` (shown as ``label``), at ``line``."""
+class RawEdge(NamedTuple):
+    """One reference from a memory: ``type`` to key ``key`` (shown as ``label``), at ``line``.
+
+    A named tuple, not a dataclass: a build makes some 10,000 of them, and a tuple is made fastest.
+    """
 
     type: str
     key: str
@@ -116,31 +100,18 @@ def word_runs(text: str) -> list[str]:
     return _WORD_RUN.findall(text.lower())
 
 
+@lru_cache(maxsize=16384)  # the same targets, titles and names come back across a build
 def name_key(text: str) -> str:
     """The ``mem:`` key of a memory name, title, alias or wikilink target (slugged per path segment)."""
+    if _SLUGGED.fullmatch(text):
+        return "mem:" + text  # most names are slugs already: slugging them changes nothing
+    return _slugged_key(text)
+
+
+def _slugged_key(text: str) -> str:
     text = text.strip().removesuffix(".md")
     segments = [_slug(part) for part in text.replace("\\", "/").split("/")]
     return "mem:" + "/".join(part for part in segments if part)
-
-
-def _path_key(path: str) -> str | None:
-    path = path.replace("\\", "/")
-    if ".serena/memories/" in path:
-        path = path.split(".serena/memories/", 1)[1]
-    path = posixpath.normpath(path.removeprefix("./"))
-    if path.startswith(("../", "/")) or path in ("..", "."):
-        return None
-    return "path:" + path
-
-
-def key_label(key: str) -> str:
-    """A readable label for a key (``adr:12`` -> ``ADR-012``, ``mem:x`` -> ``x``)."""
-    kind, _, value = key.partition(":")
-    if kind == "adr":
-        return f"ADR-{int(value):03d}"
-    if kind in ("issue", "tag"):
-        return value if kind == "issue" else "#" + value
-    return value
 
 
 def _memory_keys(memory: Memory) -> dict[str, str]:
@@ -151,10 +122,10 @@ def _memory_keys(memory: Memory) -> dict[str, str]:
         keys.setdefault(name_key(memory.title), memory.title)
     for value in _declared(memory):
         keys.setdefault(name_key(value), value)
-    for match in _ADR.finditer(memory.name.rsplit("/", 1)[-1]):
+    for match in ADR.finditer(memory.name.rsplit("/", 1)[-1]):
         keys.setdefault(f"adr:{int(match.group(1))}", key_label(f"adr:{int(match.group(1))}"))
         break
-    if (title_adr := _ADR.match(memory.title.strip())) is not None:
+    if (title_adr := ADR.match(memory.title.strip())) is not None:
         keys.setdefault(f"adr:{int(title_adr.group(1))}", key_label(f"adr:{int(title_adr.group(1))}"))
     return {key: label for key, label in keys.items() if key.partition(":")[2]}
 
@@ -186,7 +157,7 @@ def _front_matter_edges(memory: Memory, lines: dict[str, int]) -> Iterator[RawEd
             if not target or len(target) > _MAX_TARGET:
                 continue
             if edge_type == "about_code":
-                key = _path_key(target) if "." in target.rsplit("/", 1)[-1] else name_key(target)
+                key = path_key(target) if "." in target.rsplit("/", 1)[-1] else name_key(target)
                 if key is not None:
                     yield RawEdge(edge_type, key, target, line)
             else:
@@ -205,6 +176,18 @@ def _front_matter_lines(text: str, end_line: int) -> dict[str, int]:
 def _blank_code(line: str) -> str:
     """``line`` with inline code spans blanked (same length, so offsets hold)."""
     return _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
+
+
+def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
+    """Mentions in ``text`` (lines numbered from ``first``), links blanked first (they are links, not mentions)."""
+    text = _blank_links(text)
+    line, counted = first, 0  # each kind's mentions come in order, so counting lines resumes within a kind
+    for offset, kind, key, label in mentions(text):
+        if offset < counted:
+            line, counted = first, 0
+        line += text.count("\n", counted, offset)
+        counted = offset
+        yield RawEdge(kind, key, label, line)
 
 
 def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
@@ -229,7 +212,7 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             target = match.group(1)
             if "://" in target or target.startswith(("/", "mailto:")):
                 continue
-            key = _path_key(posixpath.join(folder, target))
+            key = path_key(posixpath.join(folder, target))
             if key is not None:  # a link leaving the root names no memory
                 yield RawEdge("links_to", key, target, number)
     if (observation := _OBSERVATION.match(prose)) is not None and observation.group(1).strip().lower() != "x":
@@ -240,81 +223,22 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             yield RawEdge("tagged", "tag:" + tag.group(1).lower(), "#" + tag.group(1), number)
 
 
-def _blank_links(line: str) -> str:
-    """``line`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions."""
-    if "[[" in line:
-        line = _WIKILINK.sub(lambda m: " " * len(m.group(0)), line)
-    if "](" in line:
-        line = _MD_LINK.sub(lambda m: " " * len(m.group(0)), line)
-    return line
-
-
-def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
-    """Mentions in ``text`` (lines numbered from ``first``), found by whole-text scans."""
-    text = _blank_links(text)
-    counted = [0, first]  # (offset, its line): mentions come mostly in order, so counting resumes
-
-    def line_of(offset: int) -> int:
-        if offset < counted[0]:
-            counted[:] = [0, first]
-        counted[1] += text.count("\n", counted[0], offset)
-        counted[0] = offset
-        return counted[1]
-
-    lower = text.lower()
-    if "adr" in lower:
-        adrs = _ADR_LOWER.finditer(lower) if len(lower) == len(text) else _ADR.finditer(text)
-        for match in adrs:
-            if match.start() == 0 or not text[match.start() - 1].isalnum():
-                key = f"adr:{int(match.group(1))}"
-                yield RawEdge("mentions", key, key_label(key), line_of(match.start()))
-    if "#" in text:
-        for match in _ISSUE.finditer(text):
-            at, number_text = match.start(), match.group(1)
-            previous = text[at - 1] if at else " "
-            repo_match = _REPO_BEFORE.search(text, max(0, at - 140), at) if previous not in " \t\n(" else None
-            repo = repo_match.group(1) if repo_match else None
-            if (
-                repo is None
-                and (previous.isalnum() or previous in "_&#/")
-                and not _ISSUE_LIST.search(text, max(0, at - 8), at)
-            ):
-                continue  # "#2050/#2510" lists two issues; "a#1", "&#39;" and "x/#2" name none
-            line_start = text.rfind("\n", 0, at) + 1
-            before = text[max(line_start, at - 40) : at]
-            if repo is None and len(number_text) < 3 and not _ISSUE_CONTEXT.search(before):
-                continue  # "#1" in prose is usually a rank or a step, not an issue
-            line_end = text.find("\n", at)
-            if (
-                repo is None
-                and len(number_text) < 3
-                and _SEVERITY.search(text, match.end(), line_end % (len(text) + 1))
-            ):
-                continue  # "Issue #5 (MEDIUM)": a review finding's number (line_end -1: the text's end)
-            if repo is None and not before.strip() and len(number_text) < 3:
-                continue  # "#1" opening a line is a step; a heading needs "# " (a space)
-            key = f"issue:{repo.lower() if repo else ''}#{int(number_text)}"
-            yield RawEdge("mentions", key, key_label(key), line_of(at))
-    for match in hex_runs(text):
-        digest = match.group(0)
-        if digest.isdigit() or digest.isalpha() or not is_commit(text, match.start(), match.end()):
-            continue
-        yield RawEdge("mentions", "commit:" + digest[:7], digest[:7], line_of(match.start()))
-    for hit in _PATH_END.finditer(text):
-        low = max(0, hit.start() - 400)
-        begin = low + len(text[low : hit.start()].rstrip(_PATH_CHARS))
-        found = _PATH.fullmatch(text, begin, hit.end()) if begin == 0 or text[begin - 1] not in ":~$%\\" else None
-        if found is None:
-            continue
-        path = found.group(1)
-        if path.startswith("**") and path[2:3] != "/":
-            path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
-        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if "/" not in path and _TITLE_WORD.fullmatch(stem):
-            continue  # "Node.js", "Vue.js": a product name, not a file
-        path_key = _path_key(path)
-        if path_key is not None:
-            yield RawEdge("about_code", path_key, path, line_of(begin))
+def _blank_links(text: str) -> str:
+    """``text`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions."""
+    spans = [m.span() for m in _WIKILINK.finditer(text)] if "[[" in text else []
+    if "](" in text:
+        spans.extend(m.span() for m in _MD_LINK.finditer(text))
+    if not spans:
+        return text
+    spans.sort()
+    pieces, kept = [], 0
+    for start, end in spans:
+        if start >= kept:  # a markdown link inside a wikilink's label is blanked already
+            pieces.append(text[kept:start])
+            pieces.append(" " * (end - start))
+            kept = end
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def _fence_lines(text: str) -> Iterator[re.Match[str]]:
@@ -422,7 +346,7 @@ def query_keys(query: str, vocabulary: Container[str] | None = None) -> list[str
     found: dict[str, None] = {}
     for edge in (*_link_edges(query, 1, ""), *_mention_edges(query, 1)):
         found.setdefault(edge.key)
-    for match in _ADR.finditer(query):  # a query needs no context word
+    for match in ADR.finditer(query):  # a query needs no context word
         found.setdefault(f"adr:{int(match.group(1))}")
     for match in HEX.finditer(query):
         if any(c.isdigit() for c in match.group(0)) and not match.group(0).isdigit():

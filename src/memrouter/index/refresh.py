@@ -163,7 +163,7 @@ def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memo
     writer.add(memory_id, terms)
     from memrouter.index.graph_store import write_graph  # only a changed memory needs it
 
-    write_graph(conn, writer, memory_id, memory, new=row is None)
+    write_graph(writer, memory_id, memory)
     return memory_id
 
 

@@ -187,6 +187,19 @@ MIGRATIONS.append(Migration("0200_knowledge_graph", _GRAPH))
 # The graph is read whole into memory (memrouter.index.graph.GraphView): the
 # index on edge targets that 0200 once made only slowed every write.
 MIGRATIONS.append(Migration("0201_graph_edges_unindexed_targets", "DROP INDEX IF EXISTS graph_edges_target;"))
+# One row per memory, its keys and edges as JSON: a full build writes 1,026 rows
+# instead of some 12,000 indexed ones, and the view reads them back whole.
+_GRAPH_ROWS = """
+DROP TABLE IF EXISTS graph_edges;
+DROP TABLE IF EXISTS graph_keys;
+CREATE TABLE graph_rows (
+    memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    keys TEXT NOT NULL,
+    edges TEXT NOT NULL
+);
+UPDATE memories SET mtime_ns = -1, hash = '';
+"""
+MIGRATIONS.append(Migration("0202_graph_rows", _GRAPH_ROWS))
 
 # Record time from git (memrouter.recordtime): each memory's commit times, read at meta 'record_head'.
 _RECORD_TIMES = """
@@ -212,7 +225,7 @@ MIGRATIONS.append(Migration("0400_access_counts", _ACCESS))
 
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
-    "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_edges", "graph_keys",
+    "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_rows",
     "record_times",
 )  # fmt: skip
 

@@ -456,9 +456,9 @@ def _resources(server: MCPServer, service: MemoryService, graph: GraphService) -
     def decisions() -> str:
         return _resource(lambda: json.dumps(service.by_kind("decisions"), ensure_ascii=False))
 
-    # Registered before memory://{+name}, which would otherwise take these URIs.
+    # Its own scheme: under memory:// any prefix would hide the memories whose names start with it.
     @server.resource(
-        "memory://graph/{+name}", mime_type="application/json", description="A memory or entity and its graph edges."
+        "graph://{+name}", mime_type="application/json", description="A memory or entity and its graph edges."
     )
     def graph_entity(name: str) -> str:
         return _resource(lambda: json.dumps(graph.get_entity(name), ensure_ascii=False))
