@@ -106,7 +106,7 @@ def check_text(text: str, what: str) -> None:
 
 
 def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Candidate]:
-    """Stored memories a write may duplicate: the best lexical matches for its title and for its
+    """Stored memories a write may duplicate: those with its title, and those holding most of its
     rarest words, with a cosine (best chunk) where the index has vectors and a title matches.
 
     The index is used as it stands (a write is indexed at once, by any process;
@@ -118,30 +118,40 @@ def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Cand
     from memrouter.model import Filters
 
     def look() -> list[Candidate]:
-        conn, lexical = index.conn, index.lexical
-        found = [r.memory_id for r in lexical.search(conn, title, Filters(), PROBE_MATCHES)] if title.strip() else []
+        from memrouter.index.postings import decode
+
+        conn = index.conn
+        titled: set[int] = set()
+        if title.strip():
+            titled = {
+                row[0]
+                for row in conn.execute("SELECT id FROM memories WHERE title = ? COLLATE NOCASE", (title.strip(),))
+            }
         words = list(dict.fromkeys(token for token in tokens(body[:PROBE_CHARS]) if len(token) > 3))[:PROBE_WORDS]
         by_words: set[int] = set()
         if words:
+            # The memories holding most of the write's rarest words: read straight from their (short) postings.
             marks = ", ".join("?" * len(words))
             sizes = conn.execute(f"SELECT term, length(postings) FROM terms WHERE term IN ({marks})", words)
             rare = [term for term, _ in sorted(sizes.fetchall(), key=lambda item: item[1])[:PROBE_TERMS]]
-            by_words = {r.memory_id for r in lexical.search(conn, " ".join(rare), Filters(), PROBE_MATCHES)}
-            found += by_words
-        if not found:
+            marks = ", ".join("?" * len(rare))
+            from collections import Counter
+            from itertools import chain
+
+            lists = conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", rare).fetchall()
+            counts = Counter(chain.from_iterable(decode(blob, term)[0] for term, blob in lists))
+            by_words = {mid for mid, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:PROBE_MATCHES]}
+        ids = list(titled | by_words)
+        if not ids:
             return []
-        ids = list(dict.fromkeys(found))
         marks = ", ".join("?" * len(ids))
         rows = conn.execute(f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})", ids).fetchall()
-        titled = {row["id"] for row in rows if row["title"].strip().lower() == title.strip().lower()}
-        # a title match that is no same title matters only as a near-copy, which its rare words find too
-        rows = [row for row in rows if row["id"] in titled or row["id"] in by_words]
         cosines: dict[int, float] = {}
         if titled and index.dense.has_vectors(conn):
             cosines = {r.memory_id: r.score for r in index.dense.search(conn, body, Filters(), limit=20)}
         return [
             Candidate(row["name"], row["title"], row["body"], cosines.get(row["id"]) if row["id"] in titled else None)
-            for row in rows
+            for row in sorted(rows, key=lambda row: row["name"])
         ]
 
     found: list[Candidate] = index.indexed(look)

@@ -17,7 +17,8 @@ from memrouter.guard.verdict import Reason
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Hashable, Iterable
+    from collections.abc import Set as AbstractSet
 
 __all__ = ["COSINE", "JACCARD", "SHINGLE", "Candidate", "body_hash", "find_duplicate", "jaccard", "shingles"]
 
@@ -29,6 +30,9 @@ SHINGLE = 3  # words per shingle
 # Bodies whose lengths differ more than this (shorter / longer) are not compared word by word.
 LENGTH_RATIO = 0.6
 SAMPLES = 32  # words looked for first (``_shares_sample``)
+# Two texts sharing 90% of their three-word shingles share far more than this of their distinct words
+# (each word differing between them breaks at most three shingles per use): a cheap test first.
+WORD_JACCARD = 0.7
 _WORD = re.compile(r"\w+")
 
 
@@ -59,7 +63,7 @@ def shingles(text: str | list[str], size: int = SHINGLE) -> set[tuple[str, ...]]
     return set(zip(*(words[i:] for i in range(size)), strict=False))
 
 
-def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+def jaccard(a: AbstractSet[Hashable], b: AbstractSet[Hashable]) -> float:
     """|a & b| / |a | b| (0 for two empty sets)."""
     union = len(a | b)
     return len(a & b) / union if union else 0.0
@@ -67,17 +71,19 @@ def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
 
 def _sample(words: list[str]) -> list[str]:
     """The ``SAMPLES`` longest distinct words of a text (long words are the rarer ones)."""
-    return sorted(set(words), key=lambda word: (-len(word), word))[:SAMPLES]
+    import heapq
+
+    return heapq.nsmallest(SAMPLES, set(words), key=lambda word: (-len(word), word))
 
 
 def _shares_sample(sample: list[str], theirs: str) -> bool:
-    """Whether at least half of ``sample`` occurs in ``theirs`` (lower case).
+    """Whether at least three quarters of ``sample`` occur in ``theirs`` (lower case).
 
     A text sharing 90% of its shingles with another holds nearly all of its
-    words, so one missing half of a sample is skipped before its words are
-    even split (a true near-copy is never skipped this way).
+    words, so one missing a quarter of a sample is skipped before its words
+    are even split (a true near-copy is never skipped this way).
     """
-    return sum(1 for word in sample if word in theirs) * 2 >= len(sample)
+    return sum(1 for word in sample if word in theirs) * 4 >= len(sample) * 3
 
 
 def find_duplicate(
@@ -88,6 +94,7 @@ def find_duplicate(
     words = _words(body)
     sample = _sample(words)
     mine: set[tuple[str, ...]] | None = None
+    vocabulary: set[str] | None = None
     size = max(1, len(body))
     for candidate in candidates:
         if candidate.name in skip:
@@ -108,6 +115,9 @@ def find_duplicate(
             return candidate.name, Reason("duplicate", "same_content", 0, f"same content: {pointer}")
         if min(len(theirs), len(words)) < JACCARD * max(len(theirs), len(words)) - SHINGLE:
             continue  # too few words in common for the shingles to reach JACCARD
+        vocabulary = set(words) if vocabulary is None else vocabulary
+        if jaccard(vocabulary, set(theirs)) < WORD_JACCARD:
+            continue  # texts whose shingles are 90% shared hold nearly the same words
         mine = shingles(words) if mine is None else mine
         score = jaccard(mine, shingles(theirs))
         if score >= JACCARD:
