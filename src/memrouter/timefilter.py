@@ -52,6 +52,7 @@ class ActivityTimes:
         self._key: tuple[object, ...] | None = None
         self._times: dict[int, list[str]] = {}
         self._latest: dict[int, str] = {}
+        self._windows: dict[tuple[str, str], tuple[dict[int, list[str]], set[int]]] = {}
 
     def times(self, conn: sqlite3.Connection) -> dict[int, list[str]]:
         """Memory id -> its activity times, oldest first (git is read first when ``HEAD`` moved)."""
@@ -110,13 +111,23 @@ class ActivityTimes:
         return found
 
     def within(self, conn: sqlite3.Connection, start: str | None, end: str | None) -> set[int]:
-        """Ids of the memories with an activity time in ``[start, end)`` (an open side is unbounded)."""
+        """Ids of the memories with an activity time in ``[start, end)`` (an open side is unbounded).
+
+        Cached per window while the times stand ("last month" is asked again and again).
+        """
         low, high = start or "", end or "\uffff"
+        times = self.times(conn)
+        cached = self._windows.get((low, high))
+        if cached is not None and cached[0] is times:
+            return cached[1]
         selected: set[int] = set()
-        for memory_id, times in self.times(conn).items():
-            at = bisect.bisect_left(times, low)
-            if at < len(times) and times[at] < high:
+        for memory_id, moments in times.items():
+            at = bisect.bisect_left(moments, low)
+            if at < len(moments) and moments[at] < high:
                 selected.add(memory_id)
+        if len(self._windows) >= 64:
+            self._windows.clear()
+        self._windows[low, high] = (times, selected)
         return selected
 
     def latest(self, conn: sqlite3.Connection) -> dict[int, str]:

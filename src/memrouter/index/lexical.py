@@ -16,11 +16,12 @@ filter never empties the candidate pool.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import lru_cache
 from operator import itemgetter
 
@@ -243,12 +244,19 @@ class LexicalIndex:
             get = scores.get
             for memory_id, value in part.items():
                 scores[memory_id] = get(memory_id, 0.0) + value
-        candidates: Iterable[tuple[int, float]] = scores.items()
-        if filters.restricts:
-            allowed, timed_out = self.allowed(conn, filters)
-            candidates = [item for item in candidates if item[0] in allowed and item[0] not in timed_out]
-        best = sorted(candidates, key=itemgetter(1), reverse=True)[:limit]
-        return [Ranked(memory_id, score) for memory_id, score in best]
+        if not filters.restricts:
+            best = heapq.nlargest(limit, scores.items(), key=itemgetter(1))
+            return [Ranked(memory_id, score) for memory_id, score in best]
+        # Most memories pass the usual filters (validity, review): take the best few, drop what does not
+        # pass, and look deeper only when too few are left, rather than testing every scored memory.
+        allowed, timed_out = self.allowed(conn, filters)
+        depth = 2 * limit + 8
+        while True:
+            top = heapq.nlargest(depth, scores.items(), key=itemgetter(1))
+            kept = [item for item in top if item[0] in allowed and item[0] not in timed_out]
+            if len(kept) >= limit or depth >= len(scores):
+                return [Ranked(memory_id, score) for memory_id, score in kept[:limit]]
+            depth *= 8
 
 
 SNIPPET_SCAN = 8000
