@@ -92,14 +92,14 @@ def main() -> None:
 
 def _searches(router: Router, rounds: int) -> tuple[dict[str, float], dict[str, list[float]]]:
     """First and warm timings of searches as of a date, of time phrases, and of the live index."""
-    from memrouter.recordtime import refresh_record_times
+    from memrouter.recordtime import git_top, refresh_record_times
 
     firsts: dict[str, float] = {}
     conn = router._index.conn  # the benchmark reads the cache from a cold start: clear what a search made
     router.search(QUERIES[0])
     conn.execute("DELETE FROM meta WHERE key = 'record_head'")
     started = time.perf_counter()
-    refresh_record_times(conn, router.config.root)
+    refresh_record_times(conn, router.config.root, git_top(router.config.root))
     firsts["commit times of 1,026 memories read from git (first)"] = time.perf_counter() - started
     started = time.perf_counter()
     router.search(QUERIES[0], as_of="2026-01-10")

@@ -71,12 +71,12 @@ def _common_dir(git: Path) -> Path:
         return git
 
 
-def refresh_record_times(conn: sqlite3.Connection, root: Path) -> bool:
-    """Bring ``record_times`` up to ``HEAD``; ``True`` if anything was read. Never raises on git trouble.
+def refresh_record_times(conn: sqlite3.Connection, root: Path, top: Path | None) -> bool:
+    """Bring ``record_times`` up to ``HEAD`` of the work tree ``top`` (``git_top(root)``); ``True`` if anything
+    was read. Never raises on git trouble.
 
     Call it inside no transaction: it opens its own once git has answered.
     """
-    top = git_top(root)
     head = git_head(top) if top is not None else None
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HEAD_KEY,)).fetchone()
     seen = row[0] if row else None

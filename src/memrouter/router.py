@@ -272,9 +272,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._index.note_access([memory.name], self.clock())  # for the janitor and the usage decay
         if memory.created is not None and memory.updated is not None:
             return memory
-        from memrouter.timefilter import dated
-
-        return self._index.indexed(lambda: dated(memory, self._conn, self.config.root))
+        return self._index.indexed(lambda: self._activity_times().dated(memory, self._conn))
 
     def list(
         self,

@@ -53,13 +53,21 @@ class ActivityTimes:
         self._times: dict[int, list[str]] = {}
         self._latest: dict[int, str] = {}
         self._windows: dict[tuple[str, str], tuple[dict[int, list[str]], set[int]]] = {}
+        self._top: Path | None | bool = False  # the git work tree, found once (False: not looked for yet)
+        self._lending: dict[float, tuple[str | None, dict[str, list[int]]]] = {}
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Read the commits ``HEAD`` gained since the last look (a few file reads when it has not moved)."""
+        from memrouter.recordtime import git_top, refresh_record_times
+
+        if self._top is False:
+            self._top = git_top(self.root)
+        refresh_record_times(conn, self.root, self._top if isinstance(self._top, Path) else None)
 
     def times(self, conn: sqlite3.Connection) -> dict[int, list[str]]:
         """Memory id -> its activity times, oldest first (git is read first when ``HEAD`` moved)."""
-        from memrouter.recordtime import refresh_record_times
-
         if self.lent is None:
-            refresh_record_times(conn, self.root)
+            self.refresh(conn)
             token, commits = None, None
         else:
             token, commits = self.lent()
@@ -80,16 +88,21 @@ class ActivityTimes:
         """What this (live) router lends a past one: (a token that changes with ``HEAD``, commit times <= ``moment``)."""
         import json
 
-        from memrouter.recordtime import refresh_record_times
-
-        refresh_record_times(conn, self.root)
+        self.refresh(conn)
         row = conn.execute("SELECT value FROM meta WHERE key = 'record_head'").fetchone()
+        token = row[0] if row else None
+        lent = self._lending.get(moment)
+        if lent is not None and lent[0] == token:  # the same commits as last time: no need to read them again
+            return lent
         commits = {
             name: kept
             for name, listed in conn.execute("SELECT name, commits FROM record_times")
             if (kept := [t for t in json.loads(listed) if t <= moment])
         }
-        return (row[0] if row else None), commits
+        if len(self._lending) >= 8:
+            self._lending.clear()
+        self._lending[moment] = (token, commits)
+        return token, commits
 
     @staticmethod
     def _gather(conn: sqlite3.Connection, lent: dict[str, list[int]] | None) -> dict[int, list[str]]:
@@ -162,25 +175,25 @@ class ActivityTimes:
         firsts = [times[memory_id][0] for (memory_id,) in rows if times.get(memory_id)]
         return words.bounded_by(min(firsts)) if firsts else None
 
+    def dated(self, memory: Memory, conn: sqlite3.Connection) -> Memory:
+        """``memory`` with ``created``/``updated`` its front matter leaves out taken from git, else the file time.
 
-def dated(memory: Memory, conn: sqlite3.Connection, root: Path) -> Memory:
-    """``memory`` with ``created``/``updated`` its front matter leaves out taken from git, else the file time.
-
-    Committed files: the first and last commit that touched the file
-    (renames followed). Never committed: the file's modification time for both.
-    """
-    if memory.created is not None and memory.updated is not None:
-        return memory
-    from dataclasses import replace
-
-    from memrouter.recordtime import record_times, refresh_record_times
-
-    refresh_record_times(conn, root)
-    found = record_times(conn, [memory.name]).get(memory.name)
-    if found is None:
-        try:
-            moment = Path(memory.path).stat().st_mtime
-        except OSError:
+        Committed files: the first and last commit that touched the file
+        (renames followed). Never committed: the file's modification time for both.
+        """
+        if memory.created is not None and memory.updated is not None:
             return memory
-        found = (int(moment), int(moment))
-    return replace(memory, created=memory.created or iso_time(found[0]), updated=memory.updated or iso_time(found[1]))
+        from dataclasses import replace
+
+        from memrouter.recordtime import record_times
+
+        self.refresh(conn)
+        found = record_times(conn, [memory.name]).get(memory.name)
+        if found is None:
+            try:
+                moment = Path(memory.path).stat().st_mtime
+            except OSError:
+                return memory
+            found = (int(moment), int(moment))
+        created, updated = memory.created or iso_time(found[0]), memory.updated or iso_time(found[1])
+        return replace(memory, created=created, updated=updated)

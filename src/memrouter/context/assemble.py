@@ -168,11 +168,12 @@ def _cost(item: ContextItem) -> int:
 
 
 def _stored_task(router: Router) -> str | None:
+    from memrouter.errors import MemoryRouterError
     from memrouter.session.task import TaskContextStore
 
     try:
         record = TaskContextStore(router.config.index_dir).get()
-    except Exception:  # noqa: BLE001 - an unreadable task file leaves the task out, never the context
+    except MemoryRouterError:  # an unreadable task file leaves the task out, never the context
         return None
     if not record:
         return None

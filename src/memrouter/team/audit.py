@@ -64,7 +64,7 @@ class AuditLog:
                 if os.path.samestat(os.fstat(self._fd), os.stat(self.path)):
                     return self._fd
             except FileNotFoundError:
-                pass
+                pass  # the path was rotated away and not yet recreated: reopen below, which creates it
             self.close()
 
     def close(self) -> None:
