@@ -160,6 +160,10 @@ def test_boost_the_default_keeps_everything_but_ranks_the_window_first(project: 
         assert any(m.retriever == "time" and m.rank for m in found[0].why)
         # a boost also lifts what was written up to a week after the window (v1 was committed on 3 September)
         assert names(router.search("database PostgreSQL in August 2026", mode="lexical"))[0] == "database"
+    (project / "memrouter.toml").write_text("[search.weights]\ntime = 0.0\n")
+    with open_router(project) as router:  # the boost's list weighs nothing: text alone decides
+        found = router.search("queue of jobs database in June 2026", mode="lexical")
+        assert found[0].name == "adr/adr-003-queues"
     (project / "memrouter.toml").write_text('[search]\ntime_words = "off"\n')
     with open_router(project) as router:
         found = router.search("database last month", mode="lexical")  # "last month" is searched as words
@@ -167,7 +171,7 @@ def test_boost_the_default_keeps_everything_but_ranks_the_window_first(project: 
 
 
 def test_recency_decays_old_sprint_notes_and_leaves_long_term_alone(tmp_path: Path) -> None:
-    root = tmp_path / "memories"
+    root = tmp_path / ".serena" / "memories"
     (root / "sprints" / "s1").mkdir(parents=True)
     for name, day in (("old", "2026-09-01"), ("new", "2026-11-20")):
         (root / "sprints" / "s1" / f"{name}.md").write_text(f"---\ncreated: {day}\n---\n# Cache {name}\n\ncache\n")
@@ -179,6 +183,11 @@ def test_recency_decays_old_sprint_notes_and_leaves_long_term_alone(tmp_path: Pa
     assert old.score < new.score and found["lt-old"].score == found["lt-new"].score
     decay = [m for m in old.why if m.retriever == "recency"]
     assert decay and 0.5 < decay[0].score < 0.6  # 83 days at a 14-day half-life: nearly the floor
+    (tmp_path / "memrouter.toml").write_text("[search.recency]\nlong_term = 30\nsprint = 0\n")
+    with Router.open(root=root, index_dir=tmp_path / "index", watch=False, clock=lambda: at("2026-11-23")) as router:
+        found = {hit.name: hit for hit in router.search("cache", mode="lexical", channels=["sprint", "long_term"])}
+    assert found["lt-old"].score < found["lt-new"].score  # long-term decays when configured
+    assert found["sprints/s1/old"].score == found["sprints/s1/new"].score  # and sprint no longer does
 
 
 @pytest.mark.parametrize(
