@@ -38,3 +38,17 @@ def commit(project: Path, message: str, date: str) -> None:
     }  # fmt: skip
     subprocess.run(["git", "add", "-A"], cwd=project, check=True, env=env)
     subprocess.run(["git", "commit", "-q", "-m", message], cwd=project, check=True, env=env)
+
+
+def git(project: Path, *args: str) -> str:
+    """Run git in ``project``; its output."""
+    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout
+
+
+def commit_all_as(project: Path, user: str, email: str) -> None:
+    """Make ``project`` a git repository on ``main`` with everything in it committed by ``user``."""
+    git(project, "init", "-q", "-b", "main")
+    git(project, "config", "user.email", email)
+    git(project, "config", "user.name", user)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "memories")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import SAMPLE, write
+from helpers import SAMPLE, commit_all_as, git, write
 
 from memrouter import Router
 from memrouter.audit import MemoryAudit, acting_as, read_audit
@@ -20,10 +19,6 @@ from memrouter.team.audit import AuditLog
 SECRET_WORDS = "zebra-quartz-lantern"  # in every body written below: must never reach the log
 
 
-def git(project: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True).stdout
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     project = tmp_path / "project"
@@ -31,11 +26,7 @@ def project(tmp_path: Path) -> Path:
     for name, text in SAMPLE.items():
         write(root, name, text)
     (project / ".gitignore").write_text(".memrouter/\n")
-    git(project, "init", "-q", "-b", "main")
-    git(project, "config", "user.email", "grace@example.com")
-    git(project, "config", "user.name", "Grace")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "memories")
+    commit_all_as(project, "Grace", "grace@example.com")
     return project
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, commit_all_as, write
 
 from memrouter import Router
 from memrouter.errors import Conflict, InvalidInput, NotFound
@@ -28,11 +27,6 @@ QUERIES = (
 )  # fmt: skip
 
 
-def git(project: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=True)
-    return done.stdout
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project: the sample memories and one pending memory, committed; hash embedder and the graph on."""
@@ -43,11 +37,7 @@ def project(tmp_path: Path) -> Path:
     write(root, PENDING_NAME, PENDING_TEXT)
     (project / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n\n[search.weights]\ngraph = 1.0\n')
     (project / ".gitignore").write_text(".memrouter/\n")
-    git(project, "init", "-q", "-b", "main")
-    git(project, "config", "user.email", "ada@example.com")
-    git(project, "config", "user.name", "Ada")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "memories")
+    commit_all_as(project, "Ada", "ada@example.com")
     return project
 
 
