@@ -52,3 +52,13 @@ def commit_all_as(project: Path, user: str, email: str) -> None:
     git(project, "config", "user.name", user)
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "memories")
+
+
+def git_project(base: Path) -> tuple[Path, Path]:
+    """An empty git project under ``base`` (on ``main``, its index git-ignored): the project and its memories root."""
+    project = base / "project"
+    root = project / ".serena" / "memories"
+    root.mkdir(parents=True)
+    git(project, "init", "-q", "-b", "main")
+    (project / ".gitignore").write_text(".memrouter/\n")
+    return project, root

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import commit
+from helpers import commit, git_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,11 +23,8 @@ from memrouter.errors import InvalidInput
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    project = tmp_path / "project"
-    root = project / ".serena" / "memories"
-    (root / "adr").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
-    (project / ".gitignore").write_text(".memrouter/\n")
+    project, root = git_project(tmp_path)
+    (root / "adr").mkdir()
     (root / "conventions.md").write_text(
         "---\nkind: convention\npinned: true\nauthor: user:ada\n---\n# Conventions\n\nUse four spaces. Run make test.\n"
     )

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from helpers import commit
+from helpers import commit, git_project
 
 from memrouter import Router
 from memrouter.errors import ConfigError
@@ -70,11 +70,8 @@ def test_references_wait_for_the_router() -> None:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """Memories committed on known dates: a database decision changed in September and October, ADR-012 in June."""
-    project = tmp_path / "project"
-    root = project / ".serena" / "memories"
-    (root / "adr").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
-    (project / ".gitignore").write_text(".memrouter/\n")
+    project, root = git_project(tmp_path)
+    (root / "adr").mkdir()
     (root / "adr" / "adr-003-queues.md").write_text("# ADR-003 Queues\n\nThe database feeds a queue of jobs.\n")
     commit(project, "queues", "2026-01-15T10:00:00+00:00")
     (root / "adr" / "adr-012-caching.md").write_text("# ADR-012 Caching\n\nCache database reads in Redis.\n")
