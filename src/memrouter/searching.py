@@ -61,6 +61,7 @@ class CanonicalSearch:
     config: Config
     activity: Callable[[], ActivityTimes]
     content_of: Callable[[str], str | None]
+    _channels: tuple[str, set[str]] | None = None  # (index generation, the channels its memories are in)
 
     @property
     def conn(self) -> IndexConnection:
@@ -96,7 +97,8 @@ class CanonicalSearch:
         if inside is not None and not boosting:
             filters = replace(filters, within=inside)
         recency, usage = self.config.search.recency, self.config.janitor
-        widened = boosting or any(recency.values()) or usage.decay > 0
+        decaying = self._decaying(recency)
+        widened = boosting or decaying or usage.decay > 0
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
         pool = limit if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
@@ -107,19 +109,31 @@ class CanonicalSearch:
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, None if widened else limit)
         # usage decay (memrouter.index.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
-        if len(fused) > limit or any(recency.values()):
+        if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
-            if any(recency.get(row["channel"]) for row in brief.values()):
+            if decaying:
                 fused = self._decayed(fused, brief, now)
-            if len({row["hash"] for row in brief.values()}) < len(brief):
-                fused = self._one_per_content(fused, brief)
-        fused = fused[:limit]
-        rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
-        if len({row["hash"] for row in rows.values()}) < len(rows):
+            fused = self._one_per_content(fused, brief)[:limit]
+            rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
+        else:
+            rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
             fused = self._one_per_content(fused, rows)
         hits = [self._hit(item, rows[item.memory_id], query, content, note) for item in fused if item.memory_id in rows]
         self.index.note_access([hit.name for hit in hits], now)
         return hits
+
+    def _decaying(self, recency: dict[str, float]) -> bool:
+        """Whether any memory is in a channel that decays (checked once per index generation)."""
+        decays = {channel for channel, half_life in recency.items() if half_life}
+        if not decays:
+            return False
+        generation = queries.generation(self.conn)
+        if self._channels is None or self._channels[0] != generation:
+            self._channels = (
+                generation,
+                {row[0] for row in self.conn.execute("SELECT DISTINCT channel FROM memories")},
+            )
+        return bool(decays & self._channels[1])
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
@@ -158,6 +172,8 @@ class CanonicalSearch:
 
     def _one_per_content(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row]) -> builtins.list[Fused]:
         """One hit per content hash, at the best rank any copy reached: the most recently changed copy."""
+        if len({row["hash"] for row in rows.values()}) == len(rows):
+            return fused
         latest = self.activity().latest(self.conn)
         kept: builtins.list[Fused] = []
         at: dict[str, int] = {}
