@@ -16,7 +16,7 @@ from typing import Any
 
 from memrouter.errors import InvalidInput
 
-__all__ = ["MAX_CONTEXT_CHARS", "escalation_text"]
+__all__ = ["MAX_CONTEXT_CHARS", "escalation_text", "workflow_context"]
 
 MAX_CONTEXT_CHARS = 50_000
 _TITLE_CHARS = 80
@@ -39,3 +39,8 @@ def escalation_text(summary: str, team_context: dict[str, Any] | None, title: st
     fence = "````" if "```" in context else "```"
     text = f"# {title}\n\n{summary.strip()}\n\n## Team context\n\n{fence}json\n{context}\n{fence}\n"
     return title, text
+
+
+def workflow_context(workflow_id: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The team context a completed workflow escalates with: its id, what was cleared, the kept log."""
+    return {"workflow_id": workflow_id, **{key: value for key, value in report.items() if key != "summary"}}

@@ -27,11 +27,6 @@ def _team(state: State) -> Any:
     return Team.open(config.index_dir, write_wait=config.index.write_wait)
 
 
-def escalation_context(workflow_id: str, report: dict[str, Any]) -> dict[str, Any]:
-    """The team context an escalated workflow keeps: the workflow, what was cleared, the kept log."""
-    return {"workflow_id": workflow_id, **{k: v for k, v in report.items() if k != "summary"}}
-
-
 def _json(text: str | None, what: str) -> Any:
     if text is None:
         return None
@@ -334,7 +329,10 @@ def workflow_complete(
         report = channel.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
     data = {"id": workflow_id, **report}
     if escalate:
-        note = state.router().escalate(str(summary), escalation_context(workflow_id, report), author=agent)
+        from memrouter.escalation import workflow_context
+
+        author = f"agent:{agent}" if agent else None
+        note = state.router().escalate(str(summary), workflow_context(workflow_id, report), author=author)
         data["escalated_to"] = note.name
     emit(
         fmt,

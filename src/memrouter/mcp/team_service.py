@@ -114,6 +114,8 @@ class TeamService:
         report = self.team.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
         data = {"id": workflow_id, **report}
         if escalate is not None:
-            context = {"workflow_id": workflow_id, **{k: v for k, v in report.items() if k != "summary"}}
+            from memrouter.escalation import workflow_context
+
+            context = workflow_context(workflow_id, report)
             data["escalated_to"] = escalate(str(summary), context, author=f"agent:{agent}" if agent else None).name
         return data
