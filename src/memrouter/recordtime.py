@@ -97,12 +97,15 @@ def refresh_record_times(conn: sqlite3.Connection, root: Path, top: Path | None)
     except (MemoryRouterError, OSError, ValueError) as exc:
         log.warning("record times from git not read: %s", exc)
         return False
-    times = _load(conn) if incremental else {}
-    prefix = "" if folder == "." else folder + "/"
-    changed = _apply(times, output, prefix)
     from memrouter.index.connection import transaction
 
+    prefix = "" if folder == "." else folder + "/"
     with transaction(conn):
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HEAD_KEY,)).fetchone()
+        if (row[0] if row else None) != seen:
+            return False  # another process brought the table up to date meanwhile: its rows stand
+        times = _load(conn) if incremental else {}
+        changed = _apply(times, output, prefix)
         if not incremental:
             conn.execute("DELETE FROM record_times")
         for name in changed:

@@ -275,3 +275,39 @@ def test_rival_promotions_and_invalidations_of_one_sprint_memory_apply_once(tmp_
                 assert source.superseded_by == promoted[0]
                 assert "p99 2 ms" in router.get(promoted[0]).text
             assert [p.returncode for p in rivals].count(0) == len(promoted) + ("obsolete" == source.status)
+
+
+def test_processes_reading_commit_times_while_commits_land_agree_with_a_fresh_read(tmp_path: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from helpers import commit
+
+    project, root = make_project(tmp_path)
+    commit(project, "seed", "2026-01-01T10:00:00+00:00")
+    script = (
+        "import sys\nfrom memrouter import Router\n"
+        "with Router.open(root=sys.argv[1], index_dir=sys.argv[2], watch=False) as router:\n"
+        "    for _ in range(40):\n"
+        "        router.search('notes changed this year', mode='lexical')\n"
+    )
+    readers = [
+        subprocess.Popen([sys.executable, "-c", script, str(root), str(project / ".memrouter")],
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]  # fmt: skip
+    for day in range(2, 12):
+        (root / f"note-{day % 4}.md").write_text(f"# Note\n\nchanged on day {day}\n")
+        commit(project, f"day {day}", f"2026-01-{day:02}T10:00:00+00:00")
+    errors = [p.communicate(timeout=120)[1] for p in readers]
+    assert [p.returncode for p in readers] == [0] * 4, errors
+    with Router.open(root=root, index_dir=project / ".memrouter", watch=False) as router:
+        router.search("notes changed this year", mode="lexical")  # brings the shared table up to HEAD
+    with Router.open(root=root, index_dir=tmp_path / "fresh", watch=False) as router:
+        router.search("notes changed this year", mode="lexical")  # one process, from scratch
+    rows = "SELECT name, created, updated, commits FROM record_times ORDER BY name"
+    with closing(sqlite3.connect(project / ".memrouter" / "index.sqlite")) as conn:
+        shared = conn.execute(rows).fetchall()
+    with closing(sqlite3.connect(tmp_path / "fresh" / "index.sqlite")) as conn:
+        fresh = conn.execute(rows).fetchall()
+    assert shared == fresh and len(fresh) >= 5
