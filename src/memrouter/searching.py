@@ -111,7 +111,7 @@ class CanonicalSearch:
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
-            if decaying:
+            if decaying and any(recency.get(row["channel"]) for row in brief.values()):
                 fused = self._decayed(fused, brief, now)
             fused = self._one_per_content(fused, brief)[:limit]
             rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
