@@ -118,6 +118,10 @@ def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Cand
     from memrouter.model import Filters
 
     def look() -> list[Candidate]:
+        from collections import Counter
+        from itertools import chain
+
+        from memrouter.guard.duplicates import LENGTH_RATIO
         from memrouter.index.postings import decode
 
         conn = index.conn
@@ -130,22 +134,29 @@ def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Cand
         words = list(dict.fromkeys(token for token in tokens(body[:PROBE_CHARS]) if len(token) > 3))[:PROBE_WORDS]
         by_words: set[int] = set()
         if words:
-            # The memories holding most of the write's rarest words: read straight from their (short) postings.
+            # The memories holding most of the write's rarest words, read straight from their (short)
+            # postings; length() of a blob reads no blob, so only the rarest words' postings are read.
             marks = ", ".join("?" * len(words))
-            sizes = conn.execute(f"SELECT term, length(postings) FROM terms WHERE term IN ({marks})", words)
-            rare = [term for term, _ in sorted(sizes.fetchall(), key=lambda item: item[1])[:PROBE_TERMS]]
-            marks = ", ".join("?" * len(rare))
-            from collections import Counter
-            from itertools import chain
-
-            lists = conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", rare).fetchall()
+            lists = conn.execute(
+                f"SELECT term, postings FROM terms WHERE term IN ({marks}) ORDER BY length(postings), term LIMIT ?",
+                (*words, PROBE_TERMS),
+            ).fetchall()
             counts = Counter(chain.from_iterable(decode(blob, term)[0] for term, blob in lists))
-            by_words = {mid for mid, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:PROBE_MATCHES]}
+            # A near-copy holds nearly every word of the write: one missing half its rarest is none.
+            best = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:PROBE_MATCHES]
+            by_words = {mid for mid, shared in best if shared * 2 >= len(lists)}
         ids = list(titled | by_words)
         if not ids:
             return []
+        # A memory whose length rules out a near-copy is compared only if it has the title (for the cosine).
+        size = max(1, len(body))  # as find_duplicate measures it
+        shortest, longest = size * LENGTH_RATIO, size / LENGTH_RATIO
         marks = ", ".join("?" * len(ids))
-        rows = conn.execute(f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})", ids).fetchall()
+        rows = conn.execute(
+            f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})"
+            f" AND (length(body) BETWEEN ? AND ? OR title = ? COLLATE NOCASE)",
+            (*ids, shortest, longest, title.strip()),
+        ).fetchall()
         cosines: dict[int, float] = {}
         if titled and index.dense.has_vectors(conn):
             cosines = {r.memory_id: r.score for r in index.dense.search(conn, body, Filters(), limit=20)}

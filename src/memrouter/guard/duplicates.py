@@ -34,6 +34,7 @@ SAMPLES = 32  # words looked for first (``_shares_sample``)
 # (each word differing between them breaks at most three shingles per use): a cheap test first.
 WORD_JACCARD = 0.7
 _WORD = re.compile(r"\w+")
+_PUNCTUATION = "".join(chr(c) for c in range(33, 127) if not chr(c).isalnum())
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +70,16 @@ def jaccard(a: AbstractSet[Hashable], b: AbstractSet[Hashable]) -> float:
     return len(a & b) / union if union else 0.0
 
 
-def _sample(words: list[str]) -> list[str]:
-    """The ``SAMPLES`` longest distinct words of a text (long words are the rarer ones)."""
-    return sorted(sorted(set(words)), key=len, reverse=True)[:SAMPLES]  # two C-speed sorts: by length, then word
+def _sample(text: str) -> list[str]:
+    """The ``SAMPLES`` longest distinct words of ``text`` (lower case) that stand between spaces.
+
+    Words are taken from a split on white space (outer punctuation stripped, only
+    letters and digits kept): on 10 KB that is several times cheaper than the word
+    pattern, and every word taken is one the pattern finds too.
+    """
+    distinct = {token.strip(_PUNCTUATION) for token in text.lower().split()}
+    words = [word for word in distinct if word.isalnum()]
+    return sorted(sorted(words), key=len, reverse=True)[:SAMPLES]  # two C-speed sorts: by length, then word
 
 
 def _shares_sample(sample: list[str], theirs: str) -> bool:
@@ -89,8 +97,8 @@ def find_duplicate(
 ) -> tuple[str, Reason] | None:
     """The first candidate (not ``exempt``: the memory being updated) that ``body`` duplicates, and why."""
     skip = set(exempt)
-    words = _words(body)
-    sample = _sample(words)
+    sample: list[str] | None = None  # taken once a candidate's length allows a near-copy
+    words: list[str] = []
     mine: set[tuple[str, ...]] | None = None
     vocabulary: set[str] | None = None
     size = max(1, len(body))
@@ -106,8 +114,10 @@ def find_duplicate(
             return candidate.name, Reason("duplicate", "same_title_similar", 0, message)
         if not LENGTH_RATIO <= len(candidate.body) / size <= 1 / LENGTH_RATIO:
             continue  # texts this different in length share neither their words nor 90% of their shingles
+        sample = _sample(body) if sample is None else sample
         if not _shares_sample(sample, candidate.body.lower()):
             continue
+        words = words or _words(body)
         theirs = _words(candidate.body)
         if theirs == words:
             return candidate.name, Reason("duplicate", "same_content", 0, f"same content: {pointer}")

@@ -35,22 +35,24 @@ _EXTENSIONS = (
     "py|pyi|ts|tsx|js|jsx|mjs|go|rs|java|kt|kts|rb|php|cs|cpp|hpp|cc|swift|scala|sh|bash|ps1|psm1|md|rst|txt|toml|"
     "yaml|yml|json|jsonc|ini|cfg|conf|lock|sql|tf|proto|graphql|html|css|scss|xml|gradle|csv|ipynb|vue|dart|ex|exs|lua"
 )
-# (kind, pattern, the lower-case words it cannot match without; None: opens with a literal, fast everywhere)
-_EVIDENCE: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
-    ("adr", r"\bADR[- _]?\d{1,5}\b", ("adr",)),
-    ("commit", r"(?i:\bcommit\s+|\bsha\s+|`)[0-9a-f]{7,40}\b", ("commit", "sha", "`")),
-    ("url", r"\bhttps?://[^\s)>\]]+", ("http",)),
-    ("file_path", rf"\.(?:{_EXTENSIONS})(?![\w-])", None),  # checked back from its dot (_is_evidence)
+# (kind, pattern, the lower-case words it cannot match without (None: opens with a literal, fast
+# everywhere), a cheap pattern it cannot match without: a line lacking it is not searched)
+_EVIDENCE: tuple[tuple[str, str, tuple[str, ...] | None, str | None], ...] = (
+    ("adr", r"\bADR[- _]?\d{1,5}\b", ("adr",), r"\d"),
+    ("commit", r"(?i:\bcommit\s+|\bsha\s+|`)[0-9a-f]{7,40}\b", ("commit", "sha", "`"), r"[0-9a-f]{7}"),
+    ("url", r"\bhttps?://[^\s)>\]]+", ("http",), None),
+    ("file_path", rf"\.(?:{_EXTENSIONS})(?![\w-])", None, None),  # checked back from its dot (_is_evidence)
     (
         "issue_ref",
         r"(?i:\b(?:issue|PR|pull request|ticket|bug|MR)\s*#?\d+\b)",
         ("issue", "pr", "pull", "ticket", "bug", "mr"),
+        r"\d",
     ),
-    ("issue_ref", r"#\d{1,6}\b", None),
-    ("issue_ref", r"-\d+\b", None),  # a key such as PROJ-88 (checked back from its dash)
-    ("source", r"(?im:^\s*(?:[-*]\s*)?source:\s*\S)", ("source:",)),
+    ("issue_ref", r"#\d{1,6}\b", None, None),
+    ("issue_ref", r"-\d+\b", None, None),  # a key such as PROJ-88 (checked back from its dash)
+    ("source", r"(?im:^\s*(?:[-*]\s*)?source:\s*\S)", ("source:",), None),
 )
-EVIDENCE_KINDS = tuple(dict.fromkeys(kind for kind, _, _ in _EVIDENCE))
+EVIDENCE_KINDS = tuple(dict.fromkeys(kind for kind, *_ in _EVIDENCE))
 # Words before a dot and an extension that make no file ("Node.js" is a runtime); words before
 # "-<digits>" that make no issue key (UTF-8, SHA-256, ISO-8601 ...).
 _NOT_FILES = ("node", "vue", "next", "nuxt", "three", "d3", "chart", "e.g", "i.e")
@@ -76,8 +78,11 @@ def _hedge_pattern() -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=1)
-def _evidence_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...] | None], ...]:
-    return tuple((kind, re.compile(pattern), anchors) for kind, pattern, anchors in _EVIDENCE)
+def _evidence_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...] | None, re.Pattern[str] | None], ...]:
+    return tuple(
+        (kind, re.compile(pattern), anchors, None if needs is None else re.compile(needs))
+        for kind, pattern, anchors, needs in _EVIDENCE
+    )
 
 
 @lru_cache(maxsize=1)
@@ -115,10 +120,10 @@ def find_evidence(text: str, *, source: str | None = None, lowered: Lowered | No
     """The first piece of each kind of evidence in ``text`` (and a ``source`` field, line 0)."""
     lowered = lowered or Lowered(text)
     found = [Reason("evidence", "source", 0, "has a source field")] if source else []
-    for kind, pattern, anchors in _evidence_patterns():
+    for kind, pattern, anchors, needs in _evidence_patterns():
         if any(reason.kind == kind for reason in found):
             continue
-        candidates = pattern.finditer(text) if anchors is None else matches(pattern, lowered, anchors)
+        candidates = pattern.finditer(text) if anchors is None else matches(pattern, lowered, anchors, needs=needs)
         match = next((m for m in candidates if _is_evidence(kind, text, m)), None)
         if match is not None:
             found.append(Reason("evidence", kind, _line(text, match.start()), f"cites {kind.replace('_', ' ')}"))

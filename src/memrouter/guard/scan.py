@@ -59,8 +59,18 @@ class Lowered:
 
 
 def matches(
-    pattern: re.Pattern[str], text: Lowered, anchors: Iterable[str], lines_after: int = 0
+    pattern: re.Pattern[str],
+    text: Lowered,
+    anchors: Iterable[str],
+    lines_after: int = 0,
+    *,
+    needs: re.Pattern[str] | None = None,
 ) -> Iterator[re.Match[str]]:
-    """Every match of ``pattern`` on the lines of ``text`` that hold an anchor, in order."""
+    """Every match of ``pattern`` on the lines of ``text`` that hold an anchor, in order.
+
+    ``needs`` is a cheap pattern a match cannot do without (a digit, a ``=``):
+    a window where it finds nothing is skipped without running ``pattern``.
+    """
     for start, end in text.windows(anchors, lines_after):
-        yield from pattern.finditer(text.text, start, end)
+        if needs is None or needs.search(text.text, start, end) is not None:
+            yield from pattern.finditer(text.text, start, end)

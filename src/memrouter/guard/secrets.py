@@ -82,6 +82,8 @@ _ANCHORS: dict[str, tuple[tuple[str, ...], int]] = {
     "url_password": (("://",), 0),
     "secret_assignment": (("pass", "pwd", "secret", "token", "key", "credential"), 1),
 }
+# kind -> a cheap pattern its match cannot do without: a window lacking it is not searched
+_NEEDS = {"secret_assignment": r"[:=]"}
 
 # Values that stand for a secret without being one: containing one of these ...
 _PLACEHOLDER_PARTS = (
@@ -99,8 +101,11 @@ SHORT_ENTROPY_SHARE = 0.7
 
 
 @lru_cache(maxsize=1)
-def _compiled() -> tuple[tuple[str, re.Pattern[str], str], ...]:
-    return tuple((kind, re.compile(pattern), label) for kind, (pattern, label) in _PATTERNS.items())
+def _compiled() -> tuple[tuple[str, re.Pattern[str], str, re.Pattern[str] | None], ...]:
+    return tuple(
+        (kind, re.compile(pattern), label, re.compile(_NEEDS[kind]) if kind in _NEEDS else None)
+        for kind, (pattern, label) in _PATTERNS.items()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -176,8 +181,8 @@ def find_secrets(text: str) -> list[Reason]:
     lowered = Lowered(text)
     found: list[Reason] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern, label in _compiled():
-        for match in matches(pattern, lowered, *_ANCHORS[kind]):
+    for kind, pattern, label, needs in _compiled():
+        for match in matches(pattern, lowered, *_ANCHORS[kind], needs=needs):
             start, end = match.span()
             if any(start < stop and end > begin for begin, stop in taken) or not _accepts(kind, match, text):
                 continue

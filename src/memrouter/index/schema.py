@@ -223,6 +223,9 @@ CREATE TABLE memory_access (
 """
 MIGRATIONS.append(Migration("0400_access_counts", _ACCESS))
 
+# The write guard looks up memories by title (case aside) on every write: an index, not a table scan.
+MIGRATIONS.append(Migration("0401_title_index", "CREATE INDEX memories_title ON memories(title COLLATE NOCASE);"))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
     "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_rows",
