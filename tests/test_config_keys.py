@@ -139,10 +139,24 @@ def test_janitor_stale_days_decides_what_the_janitor_calls_stale(memories: Path,
             assert router.status()["config"]["janitor"]["stale_days"] == days
 
 
+def test_janitor_workflow_idle_days_decides_which_team_workflows_are_idle(memories: Path, tmp_path: Path) -> None:
+    from memrouter.team import ManualClock
+
+    for days, idle in ((2, 1), (14, 0)):
+        configured(memories, f"[janitor]\nworkflow_idle_days = {days}\n")
+        with Router.open(root=memories, index_dir=tmp_path / str(days), watch=False) as router:
+            team = router.team()
+            team.clock = ManualClock(1_790_000_000.0)
+            team.workflow_start("left behind")
+            team.clock.advance(3 * 86400)
+            assert len(router.janitor().team["idle_workflows"]) == idle
+            assert router.status()["config"]["janitor"]["workflow_idle_days"] == days
+
+
 def test_janitor_keys_out_of_range_are_refused(memories: Path, tmp_path: Path) -> None:
     from memrouter.errors import ConfigError
 
-    for bad in ("decay = 1.5", "decay = -0.1", "stale_days = 0", 'decay = "strong"'):
+    for bad in ("decay = 1.5", "decay = -0.1", "stale_days = 0", 'decay = "strong"', "workflow_idle_days = 0"):
         configured(memories, f"[janitor]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"\[janitor\]"):
             Router.open(root=memories, index_dir=tmp_path / "idx")

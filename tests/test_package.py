@@ -47,8 +47,9 @@ ALLOWED = {
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
     "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),
-    # The janitor composes like channels.py: the index, the files, and the Router it is handed (typing only).
-    "janitor": (*BASE, "memrouter.janitor", "memrouter.index", "memrouter.store", "memrouter.router"),
+    # The janitor composes like channels.py: the index, the files, the team channel (its idle workflows),
+    # and the Router it is handed (typing only).
+    "janitor": (*BASE, "memrouter.janitor", "memrouter.index", "memrouter.store", "memrouter.team", "memrouter.router"),
     "guard": (*BASE, "memrouter.guard"),
 }
 

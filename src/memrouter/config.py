@@ -54,7 +54,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "embed": ("model",),
     "index": ("write_wait",),
     "scratch": ("ttl",),
-    "janitor": ("decay", "stale_days"),
+    "janitor": ("decay", "stale_days", "workflow_idle_days"),
 }
 
 
@@ -101,6 +101,8 @@ class JanitorConfig:
     decay: float = 0.0
     # Days without an access after which a memory counts as stale (and has lost half its decay).
     stale_days: float = 90.0
+    # Days without activity after which an active team workflow is idle: the janitor proposes completing it.
+    workflow_idle_days: float = 14.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,11 @@ class Config:
             "embedder": self.embedder,
             "write_wait": self.index.write_wait,
             "scratch_ttl": self.scratch_ttl,
-            "janitor": {"decay": self.janitor.decay, "stale_days": self.janitor.stale_days},
+            "janitor": {
+                "decay": self.janitor.decay,
+                "stale_days": self.janitor.stale_days,
+                "workflow_idle_days": self.janitor.workflow_idle_days,
+            },
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -307,14 +313,18 @@ def _scratch_ttl(section: Any) -> float:
 def _janitor_config(section: Any) -> JanitorConfig:
     if not isinstance(section, dict):
         raise ConfigError("[janitor] must be a table")
+    default = JanitorConfig()
     try:
-        decay = float(section.get("decay", JanitorConfig().decay))
-        stale_days = float(section.get("stale_days", JanitorConfig().stale_days))
+        decay = float(section.get("decay", default.decay))
+        stale_days = float(section.get("stale_days", default.stale_days))
+        idle_days = float(section.get("workflow_idle_days", default.workflow_idle_days))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[janitor]: {exc}") from exc
-    if not 0 <= decay <= 1 or not 0 < stale_days <= 36500:
-        raise ConfigError("[janitor] decay must be between 0 and 1, stale_days between 0 and 36500")
-    return JanitorConfig(decay, stale_days)
+    if not 0 <= decay <= 1 or not 0 < stale_days <= 36500 or not 0 < idle_days <= 36500:
+        raise ConfigError(
+            "[janitor] decay must be between 0 and 1, stale_days and workflow_idle_days between 0 and 36500"
+        )
+    return JanitorConfig(decay, stale_days, idle_days)
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

@@ -176,3 +176,41 @@ def test_a_memory_changed_after_the_analysis_is_skipped_and_said_so(tmp_path: Pa
         assert [p.name for p in done if not p.applied] == ["db/staging-old"]
         assert (root / "db/staging-old.md").read_text() == edited
         assert router.get("copy-one").status == "obsolete"
+
+
+def test_idle_team_workflows_are_proposed_then_completed_keeping_their_log(tmp_path: Path) -> None:
+    from memrouter.team import ManualClock
+
+    root = tmp_path / "m"
+    write(root, "a", "# A\n\nnote\n")
+    now = [NOW]
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False, clock=lambda: now[0]) as router:
+        assert router.janitor().team == {}  # no team channel: none is made
+        assert not (tmp_path / "idx" / "team.sqlite").exists()
+        team = router.team()
+        team.clock = clock = ManualClock(NOW)
+        left = team.workflow_start("abandoned migration")
+        team.register("agent-1", ["python"], workflow=left.id)
+        team.task_add("port the schema", workflow=left.id, agent_id="agent-1")
+        team.team_set("migration/step", 3, workflow=left.id, agent_id="agent-1")
+        busy = team.workflow_start("release")
+        clock.advance(13 * 86400)
+        team.register("agent-2", ["go"], workflow=busy.id)  # activity 13 days in: busy stays live
+        clock.advance(2 * 86400)
+        now[0] = clock()
+
+        found = router.janitor().team
+        assert found["workflow_idle_days"] == 14
+        assert [(w["id"], w["completed"]) for w in found["idle_workflows"]] == [(left.id, False)]
+        assert found["idle_workflows"][0]["records"] == {
+            "agents": 1, "variables": 1, "tasks": 1, "handoffs": 0, "reservations": 0,
+        }  # fmt: skip
+        assert team.workflow(left.id).state == "active"  # a dry run changes nothing
+
+        applied = router.janitor(apply=True).team
+        assert [(w["id"], w["completed"]) for w in applied["idle_workflows"]] == [(left.id, True)]
+        done = team.workflow(left.id)
+        assert done.state == "completed" and done.summary is not None and "janitor" in done.summary
+        assert team.workflow(busy.id).state == "active"
+        assert [agent.agent.id for agent in team.get_team_state().agents] == ["agent-2"]
+        assert router.janitor().team["idle_workflows"] == []  # idempotent

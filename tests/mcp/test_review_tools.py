@@ -87,3 +87,18 @@ async def test_no_mcp_read_path_shows_a_pending_memory(project_root: Path, tmp_p
         rejected = await call(client, "reject_pending_memory", memory_name=name, reason="a guess")
         assert rejected == {"rejected": name}
         assert not (project_root / "conventions" / "unverified.md").exists()
+
+
+async def test_the_janitor_report_is_read_only_over_mcp(project_root: Path, tmp_path: Path) -> None:
+    text = "# Deploy windows\n\nDeploys happen on Tuesdays and Thursdays before noon, never on Fridays.\n"
+    for name, updated in (("deploy-a", "2026-01-01"), ("deploy-b", "2026-02-01")):
+        (project_root / f"{name}.md").write_text(f"---\nupdated: '{updated}T00:00:00Z'\n---\n{text}", encoding="utf-8")
+    before = {path: path.read_bytes() for path in project_root.rglob("*.md")}
+    async with as_agent(project_root, tmp_path / "index", "tidy-bot") as client:
+        report = await call(client, "janitor_report", limit=1)
+        assert report["counts"]["duplicate"] == 1
+        assert [(p["name"], p["superseded_by"]) for p in report["proposals"]] == [("deploy-a", "deploy-b")]
+        assert report["more_proposals"] == 0 and "memrouter janitor --apply" in report["apply"]
+        bad = await client.call_tool("janitor_report", {"limit": 0})
+        assert bad.is_error and "limit" in bad.content[0].text
+    assert {path: path.read_bytes() for path in project_root.rglob("*.md")} == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
+from memrouter.query import iso_time
 
 __all__ = ["janitor"]
 
@@ -35,13 +36,20 @@ def janitor(state: State, apply: bool, fmt: str) -> None:
             )  # fmt: skip
             target = f" -> {proposal.superseded_by}" if proposal.superseded_by else ""
             lines.append(f"{verb} {proposal.name}{target}: {proposal.reason.removeprefix('janitor: ')}")
+        for workflow in report.team.get("idle_workflows", []):
+            verb = "completed" if workflow["completed"] else "would complete"
+            records = sum(workflow["records"].values())
+            lines.append(
+                f"{verb} team workflow {workflow['name']} ({workflow['id']}): no activity since "
+                f"{iso_time(workflow['last_activity'])} ({records} records; its log is kept)"
+            )
         usage = report.usage
         lines.append(
             f"usage: {usage['accessed']} accessed ({usage['accesses']} times), {usage['never_accessed']} never, "
             f"{usage['stale']} idle over {usage['stale_days']:g} days"
         )
         lines += [f"note: {notice}" for notice in report.notices]
-        if report.proposals and report.dry_run:
+        if (report.proposals or report.team.get("idle_workflows")) and report.dry_run:
             lines.append("nothing changed (dry run); --apply makes these changes")
         return "\n".join(lines)
 

@@ -88,6 +88,7 @@ class JanitorReport:
     proposals: tuple[Proposal, ...]
     usage: dict[str, Any]
     notices: tuple[str, ...] = ()
+    team: dict[str, Any] = field(default_factory=dict)  # idle team workflows (``memrouter.team.idle``)
     took_ms: float = 0.0
 
     def counts(self) -> dict[str, int]:
@@ -104,5 +105,6 @@ class JanitorReport:
             "findings": [f.to_dict() for f in self.findings],
             "usage": self.usage,
             "notices": list(self.notices),
+            "team": self.team,
             "took_ms": round(self.took_ms, 1),
         }

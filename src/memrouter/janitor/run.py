@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import replace
 
-from memrouter.errors import NotFound
+from memrouter.errors import Conflict, NotFound
 from memrouter.janitor.analyse import analyse
 from memrouter.janitor.records import Entry, JanitorReport, Proposal
 from memrouter.query import iso_time
@@ -69,6 +69,7 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
         if s.overdue(now)
     ]
     notices += _scratch(router, apply)
+    team = _team(router, apply, router.config.janitor.workflow_idle_days)
     if apply:
         proposals, skipped = _apply(router, proposals, {entry.name: entry.hash for entry in entries})
         notices += skipped
@@ -80,6 +81,7 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
         proposals=tuple(proposals),
         usage=_usage(entries, access, now, router.config.janitor.stale_days, router.config.janitor.decay),
         notices=tuple(notices),
+        team=team,
         took_ms=(time.perf_counter() - started) * 1000,
     )
 
@@ -146,6 +148,30 @@ def _scratch(router: Router, apply: bool) -> list[str]:
     if apply:
         return [f"{pad.collect()} expired short-term scratchpad notes collected"]
     return [f"{expired} short-term scratchpad notes are past their TTL (--apply collects them)"]
+
+
+def _team(router: Router, apply: bool, idle_days: float) -> dict[str, Any]:
+    """Active team workflows idle for ``idle_days`` (completed with ``apply``, which clears their records
+    and keeps their log); empty when the project has no team channel."""
+    from memrouter.team.team import TEAM_FILE
+
+    if not (router.config.index_dir / TEAM_FILE).exists():
+        return {}
+    team = router.team()
+    idle = team.idle_workflows(idle_days * DAY)
+    completed = []
+    if apply:
+        for workflow in idle:
+            summary = f"completed by the janitor: no activity since {iso_time(workflow.last_activity)}"
+            try:
+                team.workflow_complete(workflow.id, summary, agent_id="janitor")
+            except Conflict:  # completed by its agents since it was found idle
+                continue
+            completed.append(workflow.id)
+    return {
+        "workflow_idle_days": idle_days,
+        "idle_workflows": [workflow.to_dict() | {"completed": workflow.id in completed} for workflow in idle],
+    }
 
 
 def _usage(

@@ -1,4 +1,4 @@
-"""Who an MCP client is, for provenance and the audit log, and the review queue's tools.
+"""Who an MCP client is, for provenance and the audit log; the review queue's tools and the janitor's report.
 
 Every request runs as ``agent:<id>`` (``memrouter.audit.acting_as``): the
 agent the server is pinned to (``memrouter serve --agent``), else the name
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["REVIEW_TOOLS", "acting_client", "client_actor", "review_tools"]
 
-REVIEW_TOOLS = ("get_pending_memories", "approve_pending_memory", "reject_pending_memory")
+REVIEW_TOOLS = ("get_pending_memories", "approve_pending_memory", "reject_pending_memory", "janitor_report")
 
 Register = Callable[..., Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]]
 
@@ -57,7 +57,11 @@ def review_tools(
     read: ToolAnnotations,
     service: MemoryService,
 ) -> None:
-    """Register ``get_pending_memories``, ``approve_pending_memory`` and ``reject_pending_memory`` on ``tool``."""
+    """Register the review queue's tools and ``janitor_report`` on ``tool``.
+
+    The janitor's report is read-only here: applying it marks memories obsolete
+    across the project, which is a person's call (``memrouter janitor --apply``).
+    """
     router = service.router
 
     def reviewer() -> str:
@@ -90,6 +94,23 @@ def review_tools(
                 ).name
             }
         )
+
+    @tool(read, structured=False)
+    def janitor_report(limit: int = 50) -> CallToolResult:
+        """Proposed consolidations: duplicates, contradictions, expired memories, idle team workflows. Read-only."""
+
+        def report() -> dict[str, Any]:
+            if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+                raise InvalidInput(f"limit must be a whole number from 1 to 1000 (got {limit!r})")
+            data = router.janitor(apply=False).to_dict()
+            shown = data["proposals"][:limit]
+            return {
+                "memories": data["memories"], "counts": data["counts"], "proposals": shown,
+                "more_proposals": len(data["proposals"]) - len(shown), "notices": data["notices"],
+                "team": data["team"], "apply": "a person applies these with `memrouter janitor --apply`",
+            }  # fmt: skip
+
+        return run(report)
 
 
 def _summary(data: dict[str, Any]) -> dict[str, Any]:

@@ -83,16 +83,17 @@ def check_text(value: object, what: str, *, limit: int, required: bool = True) -
     return value
 
 
-def check_seconds(value: object, what: str, *, required: bool = True) -> float | None:
-    """A positive number of seconds, at most a week."""
+def check_seconds(value: object, what: str, *, required: bool = True, at_most: float = MAX_SECONDS) -> float | None:
+    """A positive number of seconds, at most ``at_most`` (a week unless said)."""
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInput(f"{what} must be a number of seconds")
     if value <= 0:
         raise InvalidInput(f"{what} must be positive, not {value}")
-    if value > MAX_SECONDS:
-        raise InvalidInput(f"{what} is at most {MAX_SECONDS:.0f} seconds (a week), not {value}")
+    if value > at_most:
+        span = " (a week)" if at_most == MAX_SECONDS else ""
+        raise InvalidInput(f"{what} is at most {at_most:.0f} seconds{span}, not {value}")
     return float(value)
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "Agent",
     "AgentState",
     "Handoff",
+    "IdleWorkflow",
     "Reservation",
     "ReservationConflict",
     "ReservationResult",
@@ -116,6 +117,18 @@ class WorkflowReport(_Record):
     summary: str | None
     cleared: dict[str, int]
     log: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class IdleWorkflow(_Record):
+    """An active workflow with no activity since ``last_activity``, and how many records it holds, by table."""
+
+    id: str
+    name: str
+    owner: str | None
+    started_at: float
+    last_activity: float
+    records: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memrouter.index.connection import DEFAULT_WRITE_WAIT, IndexConnection
-from memrouter.team import agents, handoffs, reservations, tasks, variables, workflows
+from memrouter.team import agents, handoffs, idle, reservations, tasks, variables, workflows
 from memrouter.team.audit import AuditLog
 from memrouter.team.checks import check_agent_id, check_int, check_seconds
 from memrouter.team.records import (
@@ -24,6 +24,7 @@ from memrouter.team.records import (
     AgentState,
     Clock,
     Handoff,
+    IdleWorkflow,
     Reservation,
     ReservationResult,
     SystemClock,
@@ -136,6 +137,11 @@ class Team:
 
     def workflow(self, workflow_id: str) -> Workflow:
         return self._read(lambda c, now: workflows.get_workflow(c, workflow_id))
+
+    def idle_workflows(self, idle_seconds: float) -> tuple[IdleWorkflow, ...]:
+        """Active workflows with no activity (records written, heartbeats) for ``idle_seconds``, oldest first."""
+        check_seconds(idle_seconds, "idle_seconds", at_most=100 * 365 * 86400.0)
+        return tuple(self._read(lambda c, now: idle.idle_workflows(c, now - idle_seconds)))
 
     # -- agents ----------------------------------------------------------------
     def register(
