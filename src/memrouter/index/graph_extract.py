@@ -215,6 +215,8 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             key = path_key(posixpath.join(folder, target))
             if key is not None:  # a link leaving the root names no memory
                 yield RawEdge("links_to", key, target, number)
+    if "] " not in prose:
+        return  # no observation line: "- [category] text"
     if (observation := _OBSERVATION.match(prose)) is not None and observation.group(1).strip().lower() != "x":
         category = observation.group(1).strip()
         detail = observation.group(2).strip()[:300]
@@ -333,8 +335,25 @@ def extract(memory: Memory) -> Extracted:
                     complete = False
                     break
         if complete:
-            add(_mention_edges(prose, first))
+            _add_mentions(prose, first, keys, edges)
     return Extracted(keys, tuple(edges.values()))
+
+
+def _add_mentions(prose: str, first: int, keys: Container[str], edges: dict[tuple[str, str], RawEdge]) -> None:
+    """``_mention_edges`` into ``edges``, as ``extract``'s ``add`` would: a mention already
+    there (most are repeats) is skipped before its line is counted or its edge made."""
+    text = _blank_links(prose)
+    line, counted = first, 0
+    for offset, kind, key, label in mentions(text):
+        if (kind, key) in edges or key in keys or not key.partition(":")[2]:
+            continue
+        if offset < counted:
+            line, counted = first, 0
+        line += text.count("\n", counted, offset)
+        counted = offset
+        edges[(kind, key)] = RawEdge(kind, key, label, line)
+        if len(edges) >= MAX_EDGES:
+            return
 
 
 def query_keys(query: str, vocabulary: Container[str] | None = None) -> list[str]:
