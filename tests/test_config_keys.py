@@ -160,3 +160,21 @@ def test_janitor_keys_out_of_range_are_refused(memories: Path, tmp_path: Path) -
         configured(memories, f"[janitor]\n{bad}\n")
         with pytest.raises(ConfigError, match=r"\[janitor\]"):
             Router.open(root=memories, index_dir=tmp_path / "idx")
+
+
+def test_context_margin_decides_how_much_of_the_budget_is_kept_free(memories: Path, tmp_path: Path) -> None:
+    used = {}
+    for margin in (0.0, 0.5):
+        configured(memories, f"[context]\nmargin = {margin}\n")
+        with Router.open(root=memories, index_dir=tmp_path / str(margin), watch=False) as router:
+            context = router.assemble_context("flaky tests ci retry", max_tokens=300)
+            assert context.tokens <= 300 * (1 - margin)
+            assert router.status()["config"]["context"]["margin"] == margin
+            used[margin] = context.tokens
+    assert used[0.0] > used[0.5]
+    for bad in ("margin = 0.9", "margin = -0.1", 'margin = "wide"'):
+        configured(memories, f"[context]\n{bad}\n")
+        from memrouter.errors import ConfigError
+
+        with pytest.raises(ConfigError, match=r"\[context\]"):
+            Router.open(root=memories, index_dir=tmp_path / "idx")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "ContextConfig",
     "Config",
     "IndexConfig",
     "JanitorConfig",
@@ -47,7 +48,7 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "backends"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends"),
     "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency"),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
@@ -55,6 +56,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "index": ("write_wait",),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
+    "context": ("margin",),
 }
 
 
@@ -106,6 +108,14 @@ class JanitorConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """Context assembly (``memrouter.context``)."""
+
+    # The share of a budget kept free for tokenizers that count more than o200k.
+    margin: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything a Router needs, resolved to absolute paths."""
 
@@ -121,6 +131,7 @@ class Config:
     # Seconds a short-term scratchpad note lives (``[scratch] ttl``).
     scratch_ttl: float = 7200.0
     janitor: JanitorConfig = field(default_factory=JanitorConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -141,6 +152,7 @@ class Config:
                 "stale_days": self.janitor.stale_days,
                 "workflow_idle_days": self.janitor.workflow_idle_days,
             },
+            "context": {"margin": self.context.margin},
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -201,7 +213,7 @@ class Config:
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
-            _janitor_config(settings.get("janitor", {})),
+            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
         )  # fmt: skip
 
 
@@ -308,6 +320,18 @@ def _scratch_ttl(section: Any) -> float:
     if not 0 < ttl <= 7 * 86400:
         raise ConfigError("[scratch] ttl must be between 0 and 7 days, in seconds")
     return ttl
+
+
+def _context_config(section: Any) -> ContextConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[context] must be a table")
+    try:
+        margin = float(section.get("margin", ContextConfig().margin))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[context]: {exc}") from exc
+    if not 0 <= margin <= 0.5:
+        raise ConfigError("[context] margin must be between 0 and 0.5 (a share of the budget)")
+    return ContextConfig(margin)
 
 
 def _janitor_config(section: Any) -> JanitorConfig:

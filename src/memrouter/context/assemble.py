@@ -19,7 +19,7 @@ Retired and pending memories never appear (search leaves them out). Every
 item says where it came from; rendering (``memrouter.context.render``)
 escapes the text so it cannot close or forge its wrapper, and marks items the
 guard flagged. The budget is checked on the rendered text, with o200k token
-counts (``memrouter.context.tokens``) and a margin for other tokenizers.
+counts (``memrouter.context.tokens``) and a margin for other tokenizers (``[context] margin``).
 """
 
 from __future__ import annotations
@@ -37,11 +37,10 @@ if TYPE_CHECKING:
     from memrouter.model import Hit, Memory
     from memrouter.router import Router
 
-__all__ = ["BLOCKS", "MARGIN", "MAX_BUDGET", "MIN_BUDGET", "Context", "ContextItem", "assemble_context"]
+__all__ = ["BLOCKS", "MAX_BUDGET", "MIN_BUDGET", "Context", "ContextItem", "assemble_context"]
 
 BLOCKS = ("system", "project", "task", "history", "knowledge")
 SHARES = {"project": 0.25, "task": 0.10, "history": 0.10}  # of the budget; knowledge takes the rest
-MARGIN = 0.05  # kept free for tokenizers that count a little more than o200k
 MIN_BUDGET, MAX_BUDGET = 200, 100_000
 DETAIL_CAP = 400  # tokens of text one knowledge item may show
 DETAIL_SHARE = 0.3  # of the knowledge share, for the best hits' text; index lines take the rest
@@ -117,7 +116,7 @@ def assemble_context(
     stored_task = _stored_task(router)
     task = task or stored_task
     context = Context(query, task, max_tokens, format=format)
-    budget = int(max_tokens * (1 - MARGIN))
+    budget = int(max_tokens * (1 - router.config.context.margin))
     left = budget - count_tokens(render(replace(context, blocks={"system": [ContextItem("system", SYSTEM_TEXT)]})))
     context.blocks["system"] = [ContextItem("system", SYSTEM_TEXT)]
     wanted = query or task

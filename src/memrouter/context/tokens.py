@@ -13,49 +13,60 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ENCODING", "Cut", "count_tokens", "truncate_lines"]
+__all__ = ["ENCODING", "Cut", "count_tokens", "counter", "truncate_lines"]
 
 ENCODING = "o200k_base"
 
 
 @lru_cache(maxsize=1)
-def _counter() -> Callable[[str], int]:
-    """The o200k counter: the package's Rust tokenizer (which holds the vocabulary), loaded by itself.
+def _bindings() -> Any:
+    """The package's compiled tokenizer module (which holds the vocabularies), loaded by itself; ``None``
+    where it cannot be found.
 
     Importing ``bpe_openai`` as a package decodes every vocabulary into Python
     for its tiktoken-style API (most of a second, with a deprecation warning);
     counting needs only the compiled ``_bindings`` module, so that is loaded
-    from the package's folder directly. The public API is the fallback.
+    from the package's folder directly.
     """
     import importlib.machinery
     import importlib.util
 
     spec = importlib.util.find_spec("bpe_openai")  # finds the folder; runs nothing
-    if spec is not None and spec.submodule_search_locations:
-        for folder in spec.submodule_search_locations:
-            for binary in sorted(Path(folder).glob("_bindings*.so")) + sorted(Path(folder).glob("_bindings*.pyd")):
-                loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(binary))
-                found = importlib.util.spec_from_file_location("bpe_openai._bindings", binary, loader=loader)
-                if found is None:
-                    continue
-                module = importlib.util.module_from_spec(found)
-                loader.exec_module(module)
-                counter: Callable[[str], int] = module.tokenizer_for_encoding(ENCODING).count
-                return counter
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        for binary in sorted(Path(folder).glob("_bindings*.so")) + sorted(Path(folder).glob("_bindings*.pyd")):
+            loader = importlib.machinery.ExtensionFileLoader("bpe_openai._bindings", str(binary))
+            found = importlib.util.spec_from_file_location("bpe_openai._bindings", binary, loader=loader)
+            if found is None:
+                continue
+            module = importlib.util.module_from_spec(found)
+            loader.exec_module(module)
+            return module
+    return None
+
+
+@lru_cache(maxsize=8)
+def counter(encoding: str = ENCODING) -> Callable[[str], int]:
+    """A token counter for one of ``bpe-openai``'s encodings (``o200k_base``, ``cl100k_base``, ...):
+    its compiled tokenizer where that has the encoding, else the package's public API."""
+    bindings = _bindings()
+    if bindings is not None and encoding in bindings.supported_encodings():
+        count: Callable[[str], int] = bindings.tokenizer_for_encoding(encoding).count
+        return count
     import warnings
 
     import bpe_openai  # type: ignore[import-untyped]
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # its data loader uses a deprecated resources call
-        encoding = bpe_openai.get_encoding(ENCODING)
-    return lambda text: len(encoding.encode_ordinary(text))
+        found = bpe_openai.get_encoding(encoding)
+    return lambda text: len(found.encode_ordinary(text))
 
 
 def count_tokens(text: str) -> int:
     """The number of o200k tokens in ``text`` (special-token text counts as ordinary text)."""
-    return _counter()(text) if text else 0
+    return counter()(text) if text else 0
 
 
 @dataclass(frozen=True, slots=True)
