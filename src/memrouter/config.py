@@ -310,40 +310,37 @@ def _index_config(section: Any) -> IndexConfig:
     return IndexConfig(wait)
 
 
-def _scratch_ttl(section: Any) -> float:
+def _section_numbers(section: Any, name: str, defaults: dict[str, float]) -> dict[str, float]:
+    """The numbers of table ``[name]``: each key of ``defaults``, as given or by default."""
     if not isinstance(section, dict):
-        raise ConfigError("[scratch] must be a table")
+        raise ConfigError(f"[{name}] must be a table")
     try:
-        ttl = float(section.get("ttl", 7200.0))
+        return {key: float(section.get(key, default)) for key, default in defaults.items()}
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[scratch] ttl: {exc}") from exc
+        raise ConfigError(f"[{name}]: {exc}") from exc
+
+
+def _scratch_ttl(section: Any) -> float:
+    ttl = _section_numbers(section, "scratch", {"ttl": 7200.0})["ttl"]
     if not 0 < ttl <= 7 * 86400:
         raise ConfigError("[scratch] ttl must be between 0 and 7 days, in seconds")
     return ttl
 
 
 def _context_config(section: Any) -> ContextConfig:
-    if not isinstance(section, dict):
-        raise ConfigError("[context] must be a table")
-    try:
-        margin = float(section.get("margin", ContextConfig().margin))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[context]: {exc}") from exc
+    margin = _section_numbers(section, "context", {"margin": ContextConfig().margin})["margin"]
     if not 0 <= margin <= 0.5:
         raise ConfigError("[context] margin must be between 0 and 0.5 (a share of the budget)")
     return ContextConfig(margin)
 
 
 def _janitor_config(section: Any) -> JanitorConfig:
-    if not isinstance(section, dict):
-        raise ConfigError("[janitor] must be a table")
     default = JanitorConfig()
-    try:
-        decay = float(section.get("decay", default.decay))
-        stale_days = float(section.get("stale_days", default.stale_days))
-        idle_days = float(section.get("workflow_idle_days", default.workflow_idle_days))
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[janitor]: {exc}") from exc
+    found = _section_numbers(
+        section, "janitor",
+        {"decay": default.decay, "stale_days": default.stale_days, "workflow_idle_days": default.workflow_idle_days},
+    )  # fmt: skip
+    decay, stale_days, idle_days = found["decay"], found["stale_days"], found["workflow_idle_days"]
     if not 0 <= decay <= 1 or not 0 < stale_days <= 36500 or not 0 < idle_days <= 36500:
         raise ConfigError(
             "[janitor] decay must be between 0 and 1, stale_days and workflow_idle_days between 0 and 36500"
