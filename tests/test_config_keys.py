@@ -178,3 +178,19 @@ def test_context_margin_decides_how_much_of_the_budget_is_kept_free(memories: Pa
 
         with pytest.raises(ConfigError, match=r"\[context\]"):
             Router.open(root=memories, index_dir=tmp_path / "idx")
+
+
+def test_embed_background_decides_whether_the_server_embeds_in_the_background(memories: Path, tmp_path: Path) -> None:
+    from memrouter.mcp_server import _warm
+
+    for background in (True, False):
+        configured(memories, f'[embed]\nmodel = "hash"\nbackground = {str(background).lower()}\n')
+        with open_router(memories, tmp_path / str(background)) as router:
+            _warm(router)  # what `memrouter serve` runs at start
+            assert (router.status()["dense"]["background"] is not None) is background
+            assert router.status()["config"]["embed_background"] is background
+    configured(memories, '[embed]\nbackground = "yes"\n')
+    from memrouter.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[embed\] background"):
+        open_router(memories, tmp_path / "bad")

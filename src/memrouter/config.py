@@ -52,7 +52,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency"),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
-    "embed": ("model",),
+    "embed": ("model", "background"),
     "index": ("write_wait",),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
@@ -132,6 +132,8 @@ class Config:
     scratch_ttl: float = 7200.0
     janitor: JanitorConfig = field(default_factory=JanitorConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
+    # ``memrouter serve`` embeds memories lacking vectors in a background thread (``[embed] background``).
+    embed_background: bool = True
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -145,6 +147,7 @@ class Config:
             "time_words": self.search.time_words,
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
+            "embed_background": self.embed_background,
             "write_wait": self.index.write_wait,
             "scratch_ttl": self.scratch_ttl,
             "janitor": {
@@ -209,11 +212,14 @@ class Config:
         if not isinstance(embed, dict):
             raise ConfigError(f"{source}: [embed] must be a table")
         embedder = str(embed.get("model", "minilm"))
+        background = embed.get("background", True)
+        if not isinstance(background, bool):
+            raise ConfigError(f"{source}: [embed] background must be true or false")
         index = _index_config(settings.get("index", {}))
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
-            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
+            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})), background,
         )  # fmt: skip
 
 

@@ -99,8 +99,17 @@ def serve(
 
 
 def _warm(router: Router) -> None:
-    """Refresh the index and start watching the files (what the first call would do)."""
+    """Refresh the index and start watching the files (what the first call would do), then, unless
+    searches are lexical or ``[embed] background = false``, embed what lacks vectors in the background."""
     try:
         router.status()
     except (MemoryRouterError, sqlite3.Error) as exc:
         log.warning("initial index refresh failed: %s", exc)
+        return
+    config = router.config
+    if not config.embed_background or config.search.mode == "lexical":
+        return
+    try:
+        router.embed_in_background()
+    except MemoryRouterError as exc:  # no model installed: searches stay lexical, as they would
+        log.warning("no background embedding: %s", exc)

@@ -120,7 +120,13 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
                 self._scratch = open_scratchpad(self.config.index_dir, self.config.scratch_ttl, self.clock)
             return self._scratch
 
+    def embed_in_background(self) -> None:
+        """Embed memories lacking vectors in a low-priority background thread from now on: searches use
+        the vectors there are and never wait (``memrouter.index.background``); ``status`` shows progress."""
+        self._index.start_background_embedding()
+
     def close(self) -> None:
+        self._index.stop_background_embedding()  # before the lock: the thread may be waiting for it
         with self._lock:
             if self._scratch is not None:
                 self._scratch.close()

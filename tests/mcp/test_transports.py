@@ -156,3 +156,29 @@ def test_loopback_detection() -> None:
 
     assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.com", "127.0.0.1.evil"]))
+
+
+async def test_the_server_embeds_in_the_background_and_lexical_answers_first(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    root = tmp_path / "project" / ".serena" / "memories"
+    root.mkdir(parents=True)
+    for n in range(12):
+        (root / f"note-{n}.md").write_text(f"# Note {n}\n\nThe worker {n} drains the queue.\n", encoding="utf-8")
+    (tmp_path / "project" / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n', encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memrouter", "--root", str(root), "serve"], env=env
+    )
+    async with Client(params) as client:
+        found = await client.call_tool("search_memory", {"query": "worker drains queue"})
+        assert not found.is_error and found.structured_content["results"]
+        with anyio.fail_after(60):  # a liveness bound, not a speed test
+            while True:
+                dense = json.loads((await client.call_tool("memory_status", {})).content[0].text)["dense"]
+                if dense["pending_memories"] == 0 and dense["background"] is not None:
+                    break
+                await anyio.sleep(0.1)
+        assert dense["background"]["running"] and dense["background"]["embedded_memories"] == 12
+        hybrid = await client.call_tool("search_memory", {"query": "worker drains queue", "mode": "hybrid"})
+        assert any(m["retriever"] == "dense" for hit in hybrid.structured_content["results"] for m in hit["why"])

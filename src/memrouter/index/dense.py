@@ -35,13 +35,21 @@ if TYPE_CHECKING:
 
     from memrouter.embed import Embedder
 
-__all__ = ["DenseIndex", "DenseStatus"]
+__all__ = ["DenseIndex", "DenseStatus", "PendingWork"]
 
 log = LazyLogger(__name__)
 
 # Chunks fetched per memory wanted: a memory often has several good chunks.
 CHUNKS_PER_MEMORY = 4
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWork:
+    """Memories to embed, as (id, hash) at planning time, and their chunks: (id, hash, ordinal, chunk)."""
+
+    memories: tuple[tuple[int, str], ...]
+    pieces: tuple[tuple[int, str, int, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,10 +161,22 @@ class DenseIndex:
         if reembed:
             with transaction(conn):
                 conn.execute("DELETE FROM chunks WHERE model != ?", (self.model_id,))
-        todo = self.pending(conn)
-        if not todo:
+        work = self.plan(conn)
+        if work is None:
             return 0
-        from memrouter.embed import embed_many
+        self.store(conn, work, self.compute(work, progress=progress))
+        return len(work.memories)
+
+    def plan(self, conn: sqlite3.Connection, limit: int | None = None) -> PendingWork | None:
+        """The chunks of (at most ``limit``) memories lacking vectors; ``None`` when none does.
+
+        ``plan``, ``compute`` and ``store`` are ``embed_pending`` in three steps, so
+        a caller may compute (the slow step, which needs no connection) without
+        holding the index (``memrouter.index.background``).
+        """
+        todo = self.pending(conn)[:limit] if limit is not None else self.pending(conn)
+        if not todo:
+            return None
         from memrouter.index.chunking import chunk_markdown
 
         embedder = self.embedder
@@ -169,34 +189,38 @@ class DenseIndex:
                 context_prefix=row["title"],
             )
             pieces.extend((row["id"], row["hash"], ordinal, chunk) for ordinal, chunk in enumerate(chunks))
-        texts = [chunk.embed_text for _, _, _, chunk in pieces]
-        vectors = embed_many(embedder, texts, batch_size=32, progress=progress) if texts else None
+        return PendingWork(tuple((row["id"], row["hash"]) for row in todo), tuple(pieces))
+
+    def compute(self, work: PendingWork, *, progress: Progress | None = None) -> NDArray[np.float32] | None:
+        """The vectors of ``work``'s chunks, in order (``None`` when it has none); no index access."""
+        from memrouter.embed import embed_many
+
+        texts = [chunk.embed_text for _, _, _, chunk in work.pieces]
+        return embed_many(self.embedder, texts, batch_size=32, progress=progress) if texts else None
+
+    def store(self, conn: sqlite3.Connection, work: PendingWork, vectors: NDArray[np.float32] | None) -> int:
+        """Write ``work``'s vectors for the memories still at the hash they were chunked from; how many."""
         with transaction(conn):
             # Only memories whose row still has the hash that was embedded: another
             # process may have changed one meanwhile (it embeds its own version).
+            ids = [memory_id for memory_id, _ in work.memories]
             current = (
-                {
-                    row[0]: row[1]
-                    for row in conn.execute(
-                        f"SELECT id, hash FROM memories WHERE id IN ({', '.join('?' * len(todo))})",
-                        [r["id"] for r in todo],
-                    )
-                }
-                if len(todo) < 30000
+                {row[0]: row[1] for row in conn.execute(f"SELECT id, hash FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids)}
+                if len(ids) < 30000
                 else {row[0]: row[1] for row in conn.execute("SELECT id, hash FROM memories")}
-            )
-            fresh = [row for row in todo if current.get(row["id"]) == row["hash"]]
+            )  # fmt: skip
+            keep = {memory_id for memory_id, digest in work.memories if current.get(memory_id) == digest}
             conn.executemany(
-                "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(row["id"], self.model_id) for row in fresh]
+                "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(mid, self.model_id) for mid in keep]
             )
-            keep = {row["id"] for row in fresh}
+            dimension = self.embedder.dimension
             conn.executemany(
                 "INSERT INTO chunks (memory_id, memory_hash, ordinal, start, end, heading, model, dimension, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (mid, digest, ordinal, chunk.start, chunk.end, chunk.heading, self.model_id,
-                     embedder.dimension, vectors[i].tobytes())  # type: ignore[index]
-                    for i, (mid, digest, ordinal, chunk) in enumerate(pieces)
+                     dimension, vectors[i].tobytes())  # type: ignore[index]
+                    for i, (mid, digest, ordinal, chunk) in enumerate(work.pieces)
                     if mid in keep
                 ],
             )  # fmt: skip
@@ -204,7 +228,7 @@ class DenseIndex:
                 "INSERT INTO meta (key, value) VALUES ('dense_generation', '1') ON CONFLICT(key) DO UPDATE "
                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
             )
-        return len(todo)
+        return len(keep)
 
     # -- searching ---------------------------------------------------------
     def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str, str]:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
 
+    from memrouter.index.background import BackgroundEmbedder
     from memrouter.index.dense import DenseIndex
     from memrouter.index.graph import GraphIndex
     from memrouter.store.watch import ChangeWatcher
@@ -87,6 +88,8 @@ class IndexKeeper:
         self._dense: DenseIndex | None = None
         self._dense_checked: str | None = None
         self._graph: GraphIndex | None = None
+        self._background: BackgroundEmbedder | None = None
+        self._closed = False
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
 
@@ -116,8 +119,29 @@ class IndexKeeper:
                 self._graph = GraphIndex()
             return self._graph
 
-    def close(self) -> None:
+    def start_background_embedding(self) -> None:
+        """Embed pending memories in a background thread from now on (``memrouter.index.background``)."""
+        from memrouter.index.background import BackgroundEmbedder
+
         with self._lock:
+            if self._closed or (self._background is not None and self._background.running):
+                return
+            # The model loads here, in the caller's thread (NotInstalled is the caller's to see), so the
+            # runtime's own worker threads keep their priority; only the embedding thread runs low.
+            self.dense.embedder  # noqa: B018
+            self._background = BackgroundEmbedder(self.dense, self.indexed, lambda: self.conn)
+        self._background.start()
+
+    def stop_background_embedding(self) -> None:
+        """End the background thread, if any (call without holding the router's lock: the thread may wait for it)."""
+        background = self._background
+        if background is not None:
+            background.stop()
+
+    def close(self) -> None:
+        self.stop_background_embedding()
+        with self._lock:
+            self._closed = True
             if self._watcher is not None:
                 self._watcher.close()
             if self.access.pending:
@@ -249,7 +273,10 @@ class IndexKeeper:
             self.conn.write_wait = saved
 
     def ensure_embedded(self) -> None:
-        """Embed memories added or changed since the last check (cheap when none)."""
+        """Embed memories added or changed since the last check (cheap when none); with a background
+        thread embedding, nothing: a search uses the vectors there are and never waits."""
+        if self._background is not None and self._background.running:
+            return
         generation = queries.generation(self.conn)
         if generation != self._dense_checked:
             self.dense.embed_pending(self.conn)
@@ -279,6 +306,8 @@ class IndexKeeper:
                 upsert_memory(self.conn, writer, written.memory, written.mtime_ns, written.size)
 
         self._index_or_defer(upsert, written.memory.name)
+        if self._background is not None:
+            self._background.wake()
 
     def unindex(self, name: str) -> None:
         """Drop a deleted memory's rows (deferred like ``index_written`` when the index is busy)."""
@@ -300,6 +329,9 @@ class IndexKeeper:
             self._last_check = float("-inf")  # the next read refreshes first
 
     # -- reporting ---------------------------------------------------------------
+    def _background_status(self) -> dict[str, Any] | None:
+        return self._background.status() if self._background is not None else None
+
     def status(self) -> dict[str, Any]:
         """The index's part of ``Router.status``: counts, problems, health, the dense index."""
 
@@ -311,7 +343,8 @@ class IndexKeeper:
                 "problems": queries.problems(conn),
                 "schema": queries.migrations(conn),
                 "last_repair": self.file.last_repair(),
-                "dense": self.dense.status(conn).to_dict() | {"embedder": self.embedder_name},
+                "dense": self.dense.status(conn).to_dict()
+                | {"embedder": self.embedder_name, "background": self._background_status()},
             }
 
         found = self.indexed(gather)
