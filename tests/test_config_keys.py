@@ -56,7 +56,10 @@ def test_search_mode_is_the_default_for_the_library_and_mcp(memories: Path, tmp_
 
 
 def test_rrf_k_and_weights_set_the_fused_scores(memories: Path, tmp_path: Path) -> None:
-    configured(memories, '[search]\nrrf_k = 7\n[search.weights]\nlexical = 2.0\ndense = 0.5\n[embed]\nmodel = "hash"\n')
+    configured(
+        memories,
+        '[search]\nrrf_k = 7\nfusion = "fixed"\n[search.weights]\nlexical = 2.0\ndense = 0.5\n[embed]\nmodel = "hash"\n',
+    )
     with open_router(memories, tmp_path) as router:
         router.refresh(embed=True)
         hits = router.search("postgres transactions", mode="hybrid")
@@ -64,6 +67,38 @@ def test_rrf_k_and_weights_set_the_fused_scores(memories: Path, tmp_path: Path) 
         assert len(hits[0].why) == 2
         for hit in hits:
             assert hit.score == round(sum(weights[m.retriever] / (7 + m.rank) for m in hit.why), 6)
+
+
+def test_fusion_adaptive_raises_the_dense_weight_when_lexical_covers_little(memories: Path, tmp_path: Path) -> None:
+    from memrouter.searching import dense_weight
+
+    for fusion in ("adaptive", "fixed"):
+        configured(memories, f'[search]\nfusion = "{fusion}"\n[embed]\nmodel = "hash"\n')
+        with open_router(memories, tmp_path / fusion) as router:
+            router.refresh(embed=True)
+            assert router.status()["config"]["fusion"] == fusion
+            for query in ("postgres transactions", "zzyzx quibble postgres"):  # covered; mostly unknown words
+                hits = router.search(query, mode="hybrid")
+                noted = [m for m in hits[0].why if m.retriever == "weights"]
+                assert bool(noted) is (fusion == "adaptive")
+                dense = noted[0].score if noted else 0.1
+                if fusion == "adaptive":  # two unknown words of three: the best lexical hit covers little
+                    assert (dense > 0.1) is query.startswith("zzyzx")
+                for hit in hits:
+                    assert hit.score == round(
+                        sum(
+                            {"lexical": 1.0, "dense": dense}.get(m.retriever, 0.0) / (60 + m.rank)
+                            for m in hit.why
+                            if m.rank
+                        ),
+                        6,
+                    )
+    assert dense_weight(1.0, 0.1) == 0.1 and dense_weight(0.0, 0.1) > 0.5
+    configured(memories, '[search]\nfusion = "clever"\n')
+    from memrouter.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fusion"):
+        open_router(memories, tmp_path / "bad")
 
 
 def test_refresh_interval_decides_when_a_long_running_router_looks_again(memories: Path, tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "": ("search", "embed", "index", "scratch", "janitor", "context", "backends"),
-    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency"),
+    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency", "fusion"),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
     "embed": ("model", "background"),
@@ -81,9 +81,13 @@ class SearchConfig:
     time_words: str = "boost"
     # Recency decay per channel: a half-life in days (0 = off). Sprint notes age fast; long-term ones do not.
     recency: dict[str, float] = field(default_factory=lambda: {"long_term": 0.0, "sprint": 14.0})
+    # "adaptive": the dense weight rises per query as the best lexical hit covers less of the query
+    # (memrouter.searching.dense_weight); "fixed": the weights above, always.
+    fusion: str = "adaptive"
 
 
 TIME_WORDS = ("filter", "boost", "off")
+FUSIONS = ("adaptive", "fixed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,7 @@ class Config:
             "weights": dict(self.search.weights),
             "refresh_interval": self.search.refresh_interval,
             "time_words": self.search.time_words,
+            "fusion": self.search.fusion,
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
             "embed_background": self.embed_background,
@@ -288,7 +293,10 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
     recency = _numbers(
         section, "recency", defaults.recency, "channel = half-life in days", "a number of days >= 0 (0 turns decay off)"
     )
-    return SearchConfig(mode, limit, rrf_k, weights, interval, time_words, recency)
+    fusion = section.get("fusion", defaults.fusion)
+    if fusion not in FUSIONS:
+        raise ConfigError(f"[search] fusion {fusion!r} is not one of {', '.join(FUSIONS)}")
+    return SearchConfig(mode, limit, rrf_k, weights, interval, time_words, recency, fusion)
 
 
 def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shape: str, rule: str) -> dict[str, float]:

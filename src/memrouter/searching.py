@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from memrouter.timefilter import ActivityTimes
     from memrouter.timewords import TimeWords
 
-__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch"]
+__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch", "dense_weight"]
 
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
@@ -51,6 +51,23 @@ _DAY = 86400.0
 BOOST_SLACK_DAYS = 7.0
 # The boost's ranked list weighs this much in fusion unless ``[search.weights] time`` says otherwise.
 TIME_WEIGHT = 0.5
+# Query-adaptive fusion (``[search] fusion = "adaptive"``): the dense weight rises from the configured
+# one, when the best lexical hit covers at least HIGH_AT of the query, to DENSE_HIGH when it covers at
+# most LOW_AT (coverage: the share of the query's terms, weighted by idf, that the hit holds).
+# Fitted by benchmarks/fit_fusion.py, leaving each evaluation set out in turn.
+DENSE_HIGH = 1.0
+LOW_AT = 0.3
+HIGH_AT = 0.8
+
+
+def dense_weight(coverage: float, configured: float) -> float:
+    """The dense weight for a query whose best lexical hit has ``coverage`` (see ``DENSE_HIGH``)."""
+    high = max(DENSE_HIGH, configured)
+    if coverage >= HIGH_AT:
+        return configured
+    if coverage <= LOW_AT:
+        return high
+    return high + (configured - high) * (coverage - LOW_AT) / (HIGH_AT - LOW_AT)
 
 
 @dataclass
@@ -106,6 +123,12 @@ class CanonicalSearch:
         if boosting and inside is not None:
             lists["time"] = _inside(lists, inside)
         weights = {"time": TIME_WEIGHT, **self.config.search.weights}
+        notes = (note,) if note is not None else ()
+        if self.config.search.fusion == "adaptive" and lists.get("lexical") and lists.get("dense"):
+            coverage = self.index.lexical.coverage(self.conn, query, lists["lexical"][0].memory_id)
+            weights["dense"] = round(dense_weight(coverage, weights.get("dense", 0.0)), 4)
+            detail = f"lexical {weights.get('lexical', 1.0):g}, dense {weights['dense']:g}: the best lexical hit holds {coverage:.0%} of the query"
+            notes = (*notes, Match("weights", 0, weights["dense"], detail))
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, None if widened else limit)
         # usage decay (memrouter.index.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
@@ -118,7 +141,9 @@ class CanonicalSearch:
         else:
             rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
             fused = self._one_per_content(fused, rows)
-        hits = [self._hit(item, rows[item.memory_id], query, content, note) for item in fused if item.memory_id in rows]
+        hits = [
+            self._hit(item, rows[item.memory_id], query, content, notes) for item in fused if item.memory_id in rows
+        ]
         self.index.note_access([hit.name for hit in hits], now)
         return hits
 
@@ -196,9 +221,10 @@ class CanonicalSearch:
         ranked = sorted(allowed - timed_out, key=lambda mid: (latest.get(mid, ""), mid), reverse=True)[:limit]
         rows = queries.hit_rows(self.conn, ranked)
         fused = [Fused(mid, 0.0, (Match("time", rank, 0.0, latest.get(mid)),)) for rank, mid in enumerate(ranked, 1)]
-        return [self._hit(item, rows[item.memory_id], "", False, note) for item in fused if item.memory_id in rows]
+        notes = (note,) if note is not None else ()
+        return [self._hit(item, rows[item.memory_id], "", False, notes) for item in fused if item.memory_id in rows]
 
-    def _hit(self, item: Fused, row: sqlite3.Row, query: str, content: bool, note: Match | None) -> Hit:
+    def _hit(self, item: Fused, row: sqlite3.Row, query: str, content: bool, notes: tuple[Match, ...]) -> Hit:
         get = row.__getitem__
         return Hit(
             name=get("name"),
@@ -209,7 +235,7 @@ class CanonicalSearch:
             path=get("path"),
             hash=get("hash"),
             snippet=snippet(get("body"), query, at=item.snippet_offset) if query else get("body")[:160],
-            why=item.why if note is None else (*item.why, note),
+            why=(*item.why, *notes),
             kind=get("kind"),
             content=self.content_of(get("name")) if content else None,
             provenance=Provenance(

@@ -259,6 +259,28 @@ class LexicalIndex:
             depth *= 8
 
 
+    def coverage(self, conn: sqlite3.Connection, query: str, memory_id: int) -> float:
+        """The share of ``query``'s distinct terms, each weighted by its idf, that memory ``memory_id``
+        holds: 1 when it has them all, near 0 when it lacks the rare ones (a term in no memory weighs most)."""
+        terms = list(dict.fromkeys(query_terms(query)))
+        if not terms:
+            return 0.0
+        self._sync(conn)
+        self._load(conn, terms)
+        total = held = 0.0
+        for term in terms:
+            if self._large is not None:
+                ids = self._large.terms[term][0]
+                df, has = len(ids), bool((ids == memory_id).any())
+            else:
+                found = self._contributions[term]
+                df, has = len(found), memory_id in found
+            idf = math.log(1.0 + (self._count - df + 0.5) / (df + 0.5))
+            total += idf
+            held += idf if has else 0.0
+        return held / total if total else 0.0
+
+
 SNIPPET_SCAN = 8000
 
 
