@@ -1,0 +1,93 @@
+"""The review queue and the UI's writes: approve and reject, by the person running the UI.
+
+A write is a POST carrying the app's CSRF token and the ``expected_hash`` of
+the memory as the page showed it; it goes through ``Router.approve`` /
+``Router.reject`` (the same guard, lock, conflict check and audit line as
+``memrouter review``), acting as ``user:<git user.name>``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memrouter.errors import InvalidInput, NotFound
+from memrouter.ui.security import same_secret
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from memrouter.ui.app import UiContext
+
+__all__ = ["approve", "read_form", "reject", "review"]
+
+MAX_FORM_BYTES = 64 * 1024
+_FIELDS = ("csrf", "name", "expected_hash", "reason")
+
+
+async def read_form(ui: UiContext, request: Request) -> dict[str, str]:
+    """The POSTed form's fields; 403 without the CSRF token, 400 when malformed."""
+    from starlette.exceptions import HTTPException
+
+    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+        raise HTTPException(413, "the form is too large")
+    kind = request.headers.get("content-type", "").partition(";")[0].strip()
+    if kind != "application/x-www-form-urlencoded":
+        raise HTTPException(400, "send the form as application/x-www-form-urlencoded")
+    form = await request.form(max_files=0, max_fields=len(_FIELDS))
+    values: dict[str, str] = {}
+    for key, value in form.multi_items():
+        if key not in _FIELDS or key in values or not isinstance(value, str):
+            raise HTTPException(400, f"unexpected form field {key!r}")
+        values[key] = value
+    if not same_secret(values.get("csrf"), ui.csrf):
+        raise HTTPException(403, "this form did not come from this UI (missing or wrong CSRF token); reload the page")
+    return values
+
+
+def _reasons(ui: UiContext, memory: Any) -> list[str]:
+    """The guard's reasons for holding ``memory``, checked again now."""
+    verdict = ui.router.check(memory.text, memory.name, actor=memory.author)
+    return [str(reason) for reason in verdict.reasons]
+
+
+def review(ui: UiContext, request: Request) -> Response:
+    """The memories pending review, each with its text, author and the guard's reasons."""
+    items = []
+    for summary in ui.router.pending():
+        try:
+            memory = ui.router.get(summary.name)
+        except NotFound:
+            continue  # rejected or changed since the index was read
+        items.append({"memory": memory, "reasons": _reasons(ui, memory)})
+    return ui.page(request, "review.html", items=items, title="Review queue")
+
+
+def _act(ui: UiContext, request: Request, form: dict[str, str], *, approving: bool) -> Response:
+    from starlette.responses import RedirectResponse
+
+    from memrouter.audit import acting_as
+
+    name = form.get("name", "").strip()
+    if not name:
+        raise InvalidInput("say which memory: the form needs a name")
+    if ui.reviewer is None:
+        raise InvalidInput("the UI does not know who you are: set `git config user.name NAME` and restart it")
+    expected = form.get("expected_hash") or None
+    reason = form.get("reason") or None
+    with acting_as(ui.reviewer):
+        if approving:
+            ui.router.approve(name, actor=ui.reviewer, reason=reason, expected_hash=expected)
+        else:
+            ui.router.reject(name, actor=ui.reviewer, reason=reason or "", expected_hash=expected)
+    return RedirectResponse("/review", status_code=303)
+
+
+def approve(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Approve one pending memory (303 back to the queue)."""
+    return _act(ui, request, form, approving=True)
+
+
+def reject(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Reject (delete) one pending memory; a reason is required (303 back to the queue)."""
+    return _act(ui, request, form, approving=False)

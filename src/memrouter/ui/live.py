@@ -1,0 +1,52 @@
+"""The pages about now: the team board (refreshed without a reload), the timeline and sprint, health."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memrouter.ui.params import field
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from memrouter.ui.app import UiContext
+
+__all__ = ["health", "team", "team_live", "timeline"]
+
+TIMELINE_LINES = 200
+
+
+def _board(ui: UiContext) -> dict[str, Any]:
+    state = ui.router.team().get_team_state()
+    handoffs = [handoff for agent in state.agents for handoff in agent.pending_handoffs]
+    return {"state": state, "handoffs": handoffs}
+
+
+def team(ui: UiContext, request: Request) -> Response:
+    """Agents with heartbeat age, claimed tasks with lease countdowns, handoffs, reservations."""
+    return ui.page(request, "team.html", title="Team board", **_board(ui))
+
+
+def team_live(ui: UiContext, request: Request) -> Response:
+    """The board alone, as a fragment the team page fetches every ``poll_ms``."""
+    return ui.page(request, "team_board.html", **_board(ui))
+
+
+def timeline(ui: UiContext, request: Request) -> Response:
+    """Memory changes over time from the audit log (newest first), and the current sprint's board."""
+    name = field(request, "name")
+    entries = list(reversed(ui.router.audit(name=name, limit=TIMELINE_LINES)))
+    changes = [entry for entry in entries if entry.name is not None]
+    sprint = ui.router.status().get("sprint") or {}
+    members = ui.router.list(channels="sprint") if sprint.get("current") else []
+    return ui.page(
+        request, "timeline.html", entries=changes, sprint=sprint, members=members, name=name, title="Timeline"
+    )
+
+
+def health(ui: UiContext, request: Request) -> Response:
+    """Index freshness and counts, external services up or down, warnings; janitor proposals on request."""
+    status = ui.router.status()
+    janitor = ui.router.janitor(apply=False) if field(request, "janitor", ("1",)) else None
+    return ui.page(request, "health.html", status=status, janitor=janitor, title="Health")
