@@ -88,7 +88,9 @@ def test_hostile_memory_is_rendered_inert(client: TestClient) -> None:
     assert "<script>window" not in body and "&lt;script&gt;" in body
     assert "<img" not in body and "&lt;img src=x onerror=" in body
     assert 'href="javascript:' not in body and 'href="data:' not in body and "[click me](javascript:" in body
-    assert "<script>" not in page.text.replace('<script src="/static/ui.js" defer></script>', "")
+    assert re.findall(r"<script[^>]*>", page.text) == [
+        re.search(r'<script src="/static/ui\.js\?v=\w+" defer>', page.text)[0]
+    ]
     assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
@@ -138,6 +140,15 @@ def test_team_board_and_its_live_fragment(client: TestClient, router: Router) ->
     assert 'data-live="/team/live"' in page.text and "builder" in page.text and "Write the parser" in page.text
     fragment = client.get("/team/live")
     assert "<html" not in fragment.text and task.id in fragment.text and "left" in fragment.text
+
+
+def test_static_files_are_versioned_and_cached(client: TestClient) -> None:
+    page = client.get("/").text
+    stylesheet = re.search(r'href="(/static/ui\.css\?v=\w{12})"', page)
+    assert stylesheet is not None
+    response = client.get(stylesheet.group(1))
+    assert response.status_code == 200 and "max-age" in response.headers["cache-control"]
+    assert "max-age" not in client.get("/").headers.get("cache-control", "")
 
 
 def test_timeline_and_health(client: TestClient, router: Router) -> None:

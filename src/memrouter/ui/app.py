@@ -65,6 +65,30 @@ def _status_for(error: MemoryRouterError) -> int:
     return 500
 
 
+def asset_version() -> str:
+    """A short hash of the shipped static files: their URLs carry it, so a browser may cache them for long."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(STATIC.iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _long_cached(app: Any) -> Any:
+    """``app`` with its successful answers cacheable for a day (the URLs change when the files do)."""
+
+    async def cached(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        async def send_cached(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                message["headers"] = [*message.get("headers", []), (b"cache-control", b"public, max-age=86400")]
+            await send(message)
+
+        await app(scope, receive, send_cached)
+
+    return cached
+
+
 def create_app(router: Router, *, token: str | None = None, reviewer: str | None = None) -> Any:
     """The ASGI app over ``router``: the pages, behind the token rule and security headers (``UiGuard``).
 
@@ -80,6 +104,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
     from memrouter.ui.render import environment
 
     ui = UiContext(router, environment(), reviewer)
+    ui.env.globals["asset_version"] = asset_version()
 
     def bound(handler: Callable[[UiContext, Request], Response]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -108,7 +133,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         Route("/team/live", bound(live.team_live)),
         Route("/timeline", bound(live.timeline)),
         Route("/health", bound(live.health)),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Mount("/static", _long_cached(StaticFiles(directory=STATIC)), name="static"),
     ]
 
     def library_error(request: Request, exc: Exception) -> Response:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrouter.errors import ConfigError
+from memrouter.errors import ConfigError, MemoryRouterError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from memrouter.router import Router
+
 __all__ = ["DEFAULT_PORT", "serve_ui"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8766
@@ -52,8 +59,19 @@ def serve_ui(
         bound = listeners[0].getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         address = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
+        # Bring the index up to date while uvicorn starts and the browser connects, not on the first search.
+        threading.Thread(target=_warm, args=(router,), name="memrouter-ui-warm", daemon=True).start()
         reviewer = git_user(router.config.project_dir or router.config.root)
         app = create_app(router, token=token, reviewer=reviewer)
         HttpServer(app, listeners, on_ready=(lambda: on_ready(address)) if on_ready else None).run()
     finally:
         router.close()
+
+
+def _warm(router: Router) -> None:
+    """Refresh the index and run one lexical search (what the first page would otherwise wait for)."""
+    try:
+        router.status()
+        router.search("warm", 1, "lexical")
+    except (MemoryRouterError, sqlite3.Error) as exc:
+        log.warning("initial index refresh failed: %s", exc)
