@@ -158,3 +158,22 @@ def test_timeline_and_health(client: TestClient, router: Router) -> None:
     health = client.get("/health")
     assert health.status_code == 200 and "memories" in health.text and "None configured" in health.text
     assert client.get("/health", params={"janitor": "1"}).status_code == 200
+
+
+def test_sprint_board_promotes_through_the_router(client: TestClient, router: Router) -> None:
+    router.lifecycle.start("2026-w48", weeks=2, goal="ship the UI")
+    memory = router.save("# Caching research\n\nRedis versus an in-process LRU.\n", kind="research")
+    assert memory.channel == "sprint"
+    page = client.get("/timeline")
+    assert "ship the UI" in page.text and 'class="days-left">' in page.text
+    board = page.text.split('class="sprint-board"', 1)[1].split("</ul>", 1)[0]
+    assert f"Promote {memory.name} to long-term" in board and "/_sprint" not in board
+    form = {"csrf": _csrf(page.text), "name": memory.name, "expected_hash": "f" * 64}
+    assert client.post("/sprint/promote", data=form).status_code == 409
+    assert router.get(memory.name).superseded_by is None
+    assert client.post("/sprint/promote", data={**form, "csrf": "forged"}).status_code == 403
+    done = client.post("/sprint/promote", data={**form, "expected_hash": memory.hash}, follow_redirects=False)
+    assert done.status_code == 303
+    promoted = router.get(memory.name)
+    assert promoted.superseded_by is not None and router.get(promoted.superseded_by).channel == "long_term"
+    assert "promote" in [entry.op for entry in router.audit(name=memory.name)]

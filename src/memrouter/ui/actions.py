@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["approve", "read_form", "reject", "review"]
+__all__ = ["approve", "promote", "read_form", "reject", "review"]
 
 MAX_FORM_BYTES = 64 * 1024
 _FIELDS = ("csrf", "name", "expected_hash", "reason")
@@ -68,19 +68,25 @@ def _act(ui: UiContext, request: Request, form: dict[str, str], *, approving: bo
 
     from memrouter.audit import acting_as
 
+    name, actor = _named(ui, form)
+    expected = form.get("expected_hash") or None
+    reason = form.get("reason") or None
+    with acting_as(actor):
+        if approving:
+            ui.router.approve(name, actor=actor, reason=reason, expected_hash=expected)
+        else:
+            ui.router.reject(name, actor=actor, reason=reason or "", expected_hash=expected)
+    return RedirectResponse("/review", status_code=303)
+
+
+def _named(ui: UiContext, form: dict[str, str]) -> tuple[str, str]:
+    """The memory a write form names, and who writes it (the UI must know)."""
     name = form.get("name", "").strip()
     if not name:
         raise InvalidInput("say which memory: the form needs a name")
     if ui.reviewer is None:
         raise InvalidInput("the UI does not know who you are: set `git config user.name NAME` and restart it")
-    expected = form.get("expected_hash") or None
-    reason = form.get("reason") or None
-    with acting_as(ui.reviewer):
-        if approving:
-            ui.router.approve(name, actor=ui.reviewer, reason=reason, expected_hash=expected)
-        else:
-            ui.router.reject(name, actor=ui.reviewer, reason=reason or "", expected_hash=expected)
-    return RedirectResponse("/review", status_code=303)
+    return name, ui.reviewer
 
 
 def approve(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
@@ -91,3 +97,23 @@ def approve(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
 def reject(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     """Reject (delete) one pending memory; a reason is required (303 back to the queue)."""
     return _act(ui, request, form, approving=False)
+
+
+def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Promote a sprint memory to long-term through ``Router.promote`` (303 back to the timeline).
+
+    ``Router.promote`` takes no ``expected_hash``: the hash the page showed is
+    compared just before (a memory changed since is a 409, nothing changed).
+    """
+    from starlette.responses import RedirectResponse
+
+    from memrouter.audit import acting_as
+    from memrouter.errors import Conflict
+
+    name, actor = _named(ui, form)
+    expected = form.get("expected_hash") or None
+    if expected is not None and ui.router.get(name).hash != expected:
+        raise Conflict(f"memory {name!r} changed since it was read; read it again and retry")
+    with acting_as(actor):
+        ui.router.promote(name, reason=form.get("reason") or f"promoted by {actor} in the web UI")
+    return RedirectResponse("/timeline", status_code=303)

@@ -3,8 +3,9 @@
 Every page reads through public Router calls; every write (approve, reject)
 goes through the same guarded Router calls as the CLI and MCP, acting as
 the person running the UI, with the ``expected_hash`` conflict check.
-Library errors become 4xx pages: bad input 400, not found 404, a conflict
-409; a form without the CSRF token 403 (``security``).
+Library errors become error pages: bad input 400, not found 404, a conflict
+409, a backend 502, an unusable index 503; a form without the CSRF token 403
+(``security``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
+from memrouter.errors import (
+    EXIT_BACKEND,
+    EXIT_STORAGE,
+    EXIT_USAGE,
+    Conflict,
+    MemoryRouterError,
+    NotFound,
+    exit_code_for,
+)  # fmt: skip
 from memrouter.ui.security import UiGuard, new_secret
 
 if TYPE_CHECKING:
@@ -56,13 +65,13 @@ class UiContext:
 
 
 def _status_for(error: MemoryRouterError) -> int:
+    """The HTTP status of a library error, after the CLI's exit codes (``errors.exit_code_for``)."""
     if isinstance(error, NotFound):
         return 404
     if isinstance(error, Conflict):
         return 409
-    if isinstance(error, InvalidInput):
-        return 400
-    return 500
+    code = exit_code_for(error)
+    return {EXIT_USAGE: 400, EXIT_BACKEND: 502, EXIT_STORAGE: 503}.get(code, 500)
 
 
 def asset_version() -> str:
@@ -129,6 +138,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         Route("/review", bound(actions.review)),
         Route("/review/approve", bound_post(actions.approve), methods=["POST"]),
         Route("/review/reject", bound_post(actions.reject), methods=["POST"]),
+        Route("/sprint/promote", bound_post(actions.promote), methods=["POST"]),
         Route("/team", bound(live.team)),
         Route("/team/live", bound(live.team_live)),
         Route("/timeline", bound(live.timeline)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from memrouter.ui.params import field
@@ -38,11 +39,18 @@ def timeline(ui: UiContext, request: Request) -> Response:
     name = field(request, "name")
     entries = list(reversed(ui.router.audit(name=name, limit=TIMELINE_LINES)))
     changes = [entry for entry in entries if entry.name is not None]
-    sprint = ui.router.status().get("sprint") or {}
-    members = ui.router.list(channels="sprint") if sprint.get("current") else []
+    sprint = ui.router.lifecycle.status()[0].get("current")
+    members: list[Any] = []
+    days_left = None
+    if sprint:
+        folder = f"sprints/{sprint['id']}/"
+        members = [m for m in ui.router.list(prefix=folder) if not m.name.endswith("/_sprint")]
+        today = datetime.fromtimestamp(ui.router.clock(), UTC).date()
+        days_left = (date.fromisoformat(sprint["end"]) - today).days
     return ui.page(
-        request, "timeline.html", entries=changes, sprint=sprint, members=members, name=name, title="Timeline"
-    )
+        request, "timeline.html", entries=changes, sprint=sprint, members=members, days_left=days_left, name=name,
+        title="Timeline",
+    )  # fmt: skip
 
 
 def health(ui: UiContext, request: Request) -> Response:
