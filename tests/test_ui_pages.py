@@ -177,3 +177,17 @@ def test_sprint_board_promotes_through_the_router(client: TestClient, router: Ro
     promoted = router.get(memory.name)
     assert promoted.superseded_by is not None and router.get(promoted.superseded_by).channel == "long_term"
     assert "promote" in [entry.op for entry in router.audit(name=memory.name)]
+
+
+def test_memory_page_shows_its_sync_state_per_service(project: tuple[Path, Path, str], tmp_path: Path) -> None:
+    (project[0] / "memrouter.toml").write_text('[backends.forgetful]\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 1\n')
+    with Router.open(root=project[1], index_dir=tmp_path / "idx2", watch=False) as router:
+        client = TestClient(create_app(router), base_url=BASE)
+        page = client.get("/memory/decisions/database")
+        health = client.get("/health")
+    assert (
+        health.status_code == 200 and "forgetful: <strong>down</strong>" in health.text and "last error" in health.text
+    )
+    assert page.status_code == 200
+    assert "<h2>External services</h2>" in page.text and "<dt>forgetful</dt>" in page.text
+    assert 'class="sync-missing">missing' in page.text
