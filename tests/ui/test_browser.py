@@ -25,6 +25,15 @@ def _axe_serious(page: Page) -> list[str]:
     return [json.dumps(v) for v in found["violations"] if v["impact"] in ("serious", "critical")]
 
 
+def _tab_to(page: Page, name: str) -> None:
+    """Press Tab until the element with accessible ``name`` has the focus (keyboard only)."""
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement && document.activeElement.textContent.trim()") == name:
+            return
+    raise AssertionError(f"Tab never reached {name!r}")
+
+
 def test_search_and_open_a_memory_by_keyboard(served: Served, page: Page) -> None:
     page.goto(served.address + "/")
     expect(page.locator("#q")).to_be_focused()
@@ -35,7 +44,7 @@ def test_search_and_open_a_memory_by_keyboard(served: Served, page: Page) -> Non
     expect(page.locator("ol.hits .why").first).to_contain_text("#1")
     screenshot(page, "search")
     assert _axe_serious(page) == []
-    first.focus()
+    _tab_to(page, "Database choice")
     page.keyboard.press("Enter")
     page.wait_for_url("**/memory/decisions/database")
     expect(page.locator("article.body")).to_contain_text("PostgreSQL 16")
@@ -97,13 +106,7 @@ def test_approve_a_pending_memory_by_keyboard(served: Served, page: Page) -> Non
     expect(page.locator(".pending")).to_contain_text("Cache TTL guess")
     screenshot(page, "review")
     assert _axe_serious(page) == []
-    approve = page.get_by_role("button", name="Approve review/cache-ttl")
-    for _ in range(40):  # reach the button with Tab alone
-        page.keyboard.press("Tab")
-        if approve.evaluate("b => b === document.activeElement"):
-            break
-    else:
-        raise AssertionError("Tab never reached the Approve button")
+    _tab_to(page, "Approve review/cache-ttl")
     page.keyboard.press("Enter")
     expect(page.locator("main")).to_contain_text("Nothing pending review")
     with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
