@@ -191,3 +191,16 @@ def test_memory_page_shows_its_sync_state_per_service(project: tuple[Path, Path,
     assert page.status_code == 200
     assert "<h2>External services</h2>" in page.text and "<dt>forgetful</dt>" in page.text
     assert 'class="sync-missing">missing' in page.text
+
+
+def test_edit_saves_through_the_router_as_the_person(client: TestClient, router: Router) -> None:
+    page = client.get("/edit/conventions/commits")
+    before = router.get("conventions/commits")
+    text = "# Commit messages\r\n\r\nUse the imperative mood. Keep the subject under 72 characters.\r\n"
+    form = {"csrf": _csrf(page.text), "name": before.name, "expected_hash": before.hash, "content": text}
+    done = client.post("/edit", data=form, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/memory/conventions/commits"
+    after = router.get("conventions/commits")
+    assert "under 72 characters" in after.text and "\r" not in after.text
+    entry = router.audit(name="conventions/commits")[-1]
+    assert entry.actor == "user:Reviewer Rita" and entry.before == before.hash and entry.after == after.hash

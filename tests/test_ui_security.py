@@ -44,7 +44,7 @@ def _files(router: Router) -> dict[str, str]:
         "/?q=a&q=b", "/?q=x&mode=fuzzy", "/?q=x&channel=nowhere", "/?q=x&limit=-1", "/?q=x&limit=1e9",
         "/?q=" + "x" * 1001, "/?q=x%00y", "/?q=x&as_of=--output%3D%2Ftmp%2Fx", "/?q=x&as_of=no-such-commit",
         "/memory/a%00b", "/memory/..%2F..%2Fetc%2Fpasswd", "/memory/decisions/database?as_of=1999-01-01T00:00:00x",
-        "/graph/expand", "/graph/expand?name=", "/health?janitor=yes", "/timeline?name=a&name=b",
+        "/graph/expand", "/graph/expand?name=", "/health?janitor=yes", "/timeline?name=a&name=b", "/edit/a%00b",
     ],
 )  # fmt: skip
 def test_malformed_requests_get_a_clear_4xx(client: TestClient, router: Router, url: str) -> None:
@@ -84,7 +84,7 @@ def test_a_write_without_the_csrf_token_is_refused(client: TestClient, router: R
 
 
 def test_malformed_writes_are_refused(client: TestClient, router: Router) -> None:
-    csrf = client.get("/review").text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    csrf = _csrf(client.get("/review").text)
     name = "review/cache-ttl"
     assert client.post("/review/approve", json={"csrf": csrf, "name": name}).status_code == 400
     assert client.post("/review/approve", data={"csrf": csrf, "name": name, "extra": "1"}).status_code == 400
@@ -97,14 +97,14 @@ def test_malformed_writes_are_refused(client: TestClient, router: Router) -> Non
 
 def test_without_a_reviewer_writes_say_how_to_set_one(router: Router) -> None:
     client = TestClient(create_app(router, reviewer=None), base_url=BASE)
-    csrf = client.get("/review").text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    csrf = _csrf(client.get("/review").text)
     response = client.post("/review/approve", data={"csrf": csrf, "name": "review/cache-ttl"})
     assert response.status_code == 400 and "git config user.name" in response.text
 
 
 def test_an_author_cannot_approve_its_own_memory(router: Router) -> None:
     client = TestClient(create_app(router, reviewer="agent:scout"), base_url=BASE)
-    csrf = client.get("/review").text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    csrf = _csrf(client.get("/review").text)
     response = client.post("/review/approve", data={"csrf": csrf, "name": "review/cache-ttl"})
     assert response.status_code == 400 and router.get("review/cache-ttl").status == "pending_review"
 
@@ -160,3 +160,27 @@ def test_the_command_serves_the_ui_on_loopback(tmp_path: Path) -> None:
         refused.value.close()
     finally:
         stop_ui(server)
+
+
+def test_an_edit_is_guarded_and_checked_against_its_hash(client: TestClient, router: Router) -> None:
+    import random
+
+    from memrouter.testing.guard_sets import fake
+
+    page = client.get("/edit/conventions/commits")
+    assert page.status_code == 200 and "Use the imperative mood." in page.text
+    before = router.get("conventions/commits")
+    form = {"csrf": _csrf(page.text), "name": before.name, "expected_hash": before.hash}
+    secret = fake("ghp", random.Random(7))
+    refused = client.post("/edit", data={**form, "content": f"# Commit messages\n\nToken {secret}\n"})
+    assert refused.status_code == 400 and secret not in refused.text
+    assert client.post("/edit", data={**form, "csrf": "x", "content": "# Changed\n"}).status_code == 403
+    assert client.post("/edit", data={**form, "expected_hash": "", "content": "# Changed\n"}).status_code == 400
+    stale = client.post("/edit", data={**form, "expected_hash": "a" * 64, "content": "# Changed\n"})
+    assert stale.status_code == 409
+    assert router.get("conventions/commits").hash == before.hash
+    assert client.get("/edit/no/such/memory").status_code == 404
+
+
+def _csrf(html: str) -> str:
+    return html.split('name="csrf" value="', 1)[1].split('"', 1)[0]

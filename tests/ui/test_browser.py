@@ -142,3 +142,17 @@ def test_health_and_timeline_pass_the_accessibility_check(served: Served, page: 
         expect(page.locator("h1")).to_be_visible()
         screenshot(page, name)
         assert _axe_serious(page) == [], path
+
+
+def test_edit_a_memory_in_the_browser(served: Served, page: Page) -> None:
+    page.goto(served.address + "/memory/conventions/commits")
+    page.get_by_role("link", name="edit").click()
+    text = page.locator("#content").input_value()
+    assert text.startswith("# Commit messages")
+    page.fill("#content", text.rstrip("\n") + "\n\nSign every commit.\n")
+    screenshot(page, "edit")
+    page.get_by_role("button", name="Save conventions/commits").click()
+    page.wait_for_url("**/memory/conventions/commits")
+    expect(page.locator("article.body")).to_contain_text("Sign every commit.")
+    with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
+        assert router.get("conventions/commits").text.endswith("Sign every commit.\n")

@@ -3,7 +3,9 @@
 A write is a POST carrying the app's CSRF token and the ``expected_hash`` of
 the memory as the page showed it; it goes through ``Router.approve`` /
 ``Router.reject`` (the same guard, lock, conflict check and audit line as
-``memrouter review``), acting as ``user:<git user.name>``.
+``memrouter review``), ``Router.save`` (an edit: the write guard, the
+memory's lock, ``expected_hash``) or ``Router.promote``, acting as
+``user:<git user.name>``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["approve", "promote", "read_form", "reject", "review"]
+__all__ = ["approve", "edit", "edit_form", "promote", "read_form", "reject", "review"]
 
-MAX_FORM_BYTES = 64 * 1024
-_FIELDS = ("csrf", "name", "expected_hash", "reason")
+MAX_FORM_BYTES = 4 * 1024 * 1024  # a memory's text may be 1,000,000 characters, percent-encoded
+_FIELDS = ("csrf", "name", "expected_hash", "reason", "content")
 
 
 async def read_form(ui: UiContext, request: Request) -> dict[str, str]:
@@ -117,3 +119,27 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     with acting_as(actor):
         ui.router.promote(name, reason=form.get("reason") or f"promoted by {actor} in the web UI")
     return RedirectResponse("/timeline", status_code=303)
+
+
+def edit_form(ui: UiContext, request: Request) -> Response:
+    """A memory's whole text (front matter included) in a form, with the hash it was read at."""
+    memory = ui.router.get(request.path_params["name"])
+    return ui.page(request, "edit.html", memory=memory, title=f"Edit {memory.name}")
+
+
+def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Save an edited memory through ``Router.save`` with ``expected_hash`` (303 to its page)."""
+    from urllib.parse import quote
+
+    from starlette.responses import RedirectResponse
+
+    from memrouter.audit import acting_as
+
+    name, actor = _named(ui, form)
+    expected = form.get("expected_hash")
+    if not expected:
+        raise InvalidInput("an edit needs the hash of the text it started from (expected_hash)")
+    content = form.get("content", "").replace("\r\n", "\n")  # browsers send CRLF line ends from a textarea
+    with acting_as(actor):
+        saved = ui.router.save(content, name, expected_hash=expected, actor=actor)
+    return RedirectResponse(f"/memory/{quote(saved.name, safe='/')}", status_code=303)
