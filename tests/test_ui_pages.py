@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +49,7 @@ def test_search_shows_hits_with_snippet_and_why(client: TestClient) -> None:
     page = client.get("/", params={"q": "PostgreSQL orders", "mode": "lexical"})
     assert page.status_code == 200
     assert 'href="/memory/decisions/database"' in page.text
-    assert "lexical #1" in page.text and "PostgreSQL" in page.text
+    assert "lexical #1" in page.text and "<mark>PostgreSQL</mark>" in page.text
 
 
 def test_search_filters_reach_the_router(client: TestClient) -> None:
@@ -62,6 +64,12 @@ def test_time_travel_searches_and_reads_the_older_text(client: TestClient, proje
     page = client.get("/", params={"q": "MySQL", "mode": "lexical", "as_of": first})
     assert f'href="/memory/decisions/database?as_of={first}"' in page.text
     assert "0 results" in client.get("/", params={"q": "MySQL", "mode": "lexical"}).text  # today's text has none
+    slider = re.search(r"data-commits='([^']*)'", client.get("/").text)
+    assert slider is not None
+    commits = json.loads(html.unescape(slider.group(1)))
+    assert [c["commit"] for c in commits] == [first[:7], commits[1]["commit"]] and "first decisions" in commits[0][
+        "label"
+    ]
     old = _article(client.get("/memory/decisions/database", params={"as_of": first}).text)
     assert "We use MySQL for orders." in old and "PostgreSQL 16" not in old
     now = _article(client.get("/memory/decisions/database").text)
@@ -79,6 +87,13 @@ def test_memory_page_shows_fields_provenance_history_and_neighbours(client: Test
     assert '<span class="del">-We use MySQL for orders.</span>' in page.text
     assert '<span class="add">+We use PostgreSQL 16 for orders, see ADR-001.</span>' in page.text
     assert "relates_to" in page.text or "links_to" in page.text
+
+
+def test_a_snippet_is_escaped_before_its_matches_are_marked(client: TestClient) -> None:
+    page = client.get("/", params={"q": "hostile script", "mode": "lexical"})
+    snippets = re.findall(r'<p class="snippet">(.*?)</p>', page.text, re.S)
+    assert snippets and all("<script" not in s and "<img" not in s for s in snippets)
+    assert any("&lt;<mark>script</mark>&gt;" in s and "&lt;img src=x" in s for s in snippets)
 
 
 def test_hostile_memory_is_rendered_inert(client: TestClient) -> None:

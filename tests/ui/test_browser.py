@@ -63,8 +63,11 @@ def test_time_travel_to_an_earlier_commit(served: Served, page: Page) -> None:
     page.goto(served.address + "/")
     page.fill("#q", "MySQL")
     page.check("input[name=mode][value=lexical]")
-    page.fill("#as_of", served.first_commit[:10])
-    page.press("#as_of", "Enter")
+    expect(page.locator("#as_of_shown")).to_have_text("now")
+    page.locator("#as_of_slider").fill("0")  # the slider's left end: the oldest commit; it submits the search
+    page.wait_for_url("**as_of=*")
+    expect(page.locator("#as_of")).to_have_value(served.first_commit[:7])
+    expect(page.locator("#as_of_shown")).to_contain_text("first decisions")
     hit = page.locator("ol.hits a.hit-title").first
     expect(hit).to_have_text("Database choice")
     hit.click()

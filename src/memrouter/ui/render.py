@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import jinja2
     from markdown_it import MarkdownIt
 
-__all__ = ["age", "diff_lines", "environment", "markdown_html", "MAX_DIFF_LINES"]
+__all__ = ["age", "diff_lines", "environment", "highlight", "markdown_html", "MAX_DIFF_LINES"]
 
 MAX_DIFF_LINES = 400
 _SAFE_SCHEMES = ("http:", "https:", "mailto:", "#", "/")
@@ -66,6 +66,15 @@ def diff_lines(older: str, newer: str) -> list[tuple[str, str]]:
     return found
 
 
+def highlight(snippet: str) -> Any:
+    """A search snippet escaped, its ``**matched**`` words marked with ``<mark>``."""
+    import re
+
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"\*\*(.+?)\*\*", r"<mark>\1</mark>", str(escape(snippet))))
+
+
 def age(seconds: float) -> str:
     """A short duration: ``42s``, ``5m 3s``, ``2h 10m``, ``3d 4h`` (negative: ``-``)."""
     sign = "-" if seconds < 0 else ""
@@ -93,6 +102,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["age"] = age
+    env.filters["highlight"] = highlight
     env.filters["path"] = lambda name: quote(str(name), safe="/")
     env.filters["utc"] = utc
     renderer = _renderer()

@@ -49,7 +49,33 @@ function setUpLive() {
   }
 }
 
+// The time travel slider: oldest commit on the left, "now" on the right; it fills the as_of field.
+function setUpSlider() {
+  const slider = document.getElementById("as_of_slider");
+  const field = document.getElementById("as_of");
+  const shown = document.getElementById("as_of_shown");
+  if (!slider || !field || !shown) return;
+  const commits = JSON.parse(slider.dataset.commits || "[]");
+  const at = commits.findIndex((c) => c.commit === field.value.trim());
+  if (at >= 0) slider.value = String(at);
+  const show = () => {
+    const picked = commits[Number(slider.value)];
+    shown.textContent = picked ? picked.label : "now";
+    slider.setAttribute("aria-valuetext", shown.textContent);
+    return picked;
+  };
+  show();
+  slider.addEventListener("input", () => {
+    const picked = show();
+    field.value = picked ? picked.commit : "";
+  });
+  slider.addEventListener("change", () => {
+    if (document.getElementById("q").value.trim()) slider.form.requestSubmit();
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setUpGraph();
   setUpLive();
+  setUpSlider();
 });
