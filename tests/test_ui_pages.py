@@ -170,6 +170,14 @@ def test_timeline_and_health(client: TestClient, router: Router) -> None:
     router.save("# Fresh note\n\nSomething new about deploys.\n", name="notes/fresh")
     timeline = client.get("/timeline")
     assert timeline.status_code == 200 and 'href="/memory/notes/fresh"' in timeline.text
+    commits = timeline.text.split('<ol class="commits">', 1)[1].split("</ol>", 1)[0]
+    assert commits.index("move to PostgreSQL") < commits.index("first decisions")
+    assert re.search(
+        r'<span class="change-created">created</span> <a href="/memory/notes/hostile\?as_of=\w+">', commits
+    )
+    assert re.search(
+        r'<span class="change-changed">changed</span> <a href="/memory/decisions/database\?as_of=', commits
+    )
     health = client.get("/health")
     assert health.status_code == 200 and "memories" in health.text and "None configured" in health.text
     assert client.get("/health", params={"janitor": "1"}).status_code == 200

@@ -154,6 +154,7 @@ def test_edit_a_memory_in_the_browser(served: Served, page: Page) -> None:
     assert text.startswith("# Commit messages")
     page.fill("#content", text.rstrip("\n") + "\n\nSign every commit.\n")
     screenshot(page, "edit")
+    assert _axe_serious(page) == []
     page.get_by_role("button", name="Save conventions/commits").click()
     page.wait_for_url("**/memory/conventions/commits")
     expect(page.locator("article.body")).to_contain_text("Sign every commit.")
