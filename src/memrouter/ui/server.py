@@ -1,0 +1,77 @@
+"""Running the UI: bind first, then serve the app on uvicorn until stopped (``memrouter ui``)."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memrouter.errors import ConfigError, MemoryRouterError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from memrouter.router import Router
+
+__all__ = ["DEFAULT_PORT", "serve_ui"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8766
+
+
+def serve_ui(
+    root: str | Path | None = None,
+    index_dir: str | Path | None = None,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the UI over one Router until the process is stopped.
+
+    The rule of ``serve --http``: off loopback only with ``token``. The
+    address is bound before anything else (ConfigError if it cannot be);
+    ``on_ready`` gets the page's address once requests are answered.
+    """
+    from memrouter.audit import git_user
+    from memrouter.mcp.http import is_loopback
+    from memrouter.router import Router
+    from memrouter.serving import HttpServer, bind_listeners
+    from memrouter.ui.app import create_app
+
+    if token is not None and not token.strip():
+        raise ConfigError("the token must not be empty")
+    if not token and not is_loopback(host):
+        raise ConfigError(f"serving the UI on {host} (not loopback) needs a token: pass --token or set MEMROUTER_TOKEN")
+    listeners = bind_listeners(host, port)
+    try:
+        router = Router.open(root=root, index_dir=index_dir, watch=True)
+    except BaseException:
+        for listener in listeners:
+            listener.close()
+        raise
+    try:
+        bound = listeners[0].getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        address = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
+        # Bring the index up to date while uvicorn starts and the browser connects, not on the first search.
+        threading.Thread(target=_warm, args=(router,), name="memrouter-ui-warm", daemon=True).start()
+        reviewer = git_user(router.config.project_dir or router.config.root)
+        app = create_app(router, token=token, reviewer=reviewer)
+        HttpServer(app, listeners, on_ready=(lambda: on_ready(address)) if on_ready else None).run()
+    finally:
+        router.close()
+
+
+def _warm(router: Router) -> None:
+    """Refresh the index and run one lexical search (what the first page would otherwise wait for)."""
+    try:
+        router.status()
+        router.search("warm", 1, "lexical")
+    except (MemoryRouterError, sqlite3.Error) as exc:
+        log.warning("initial index refresh failed: %s", exc)

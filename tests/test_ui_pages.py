@@ -1,0 +1,229 @@
+"""The web UI's pages over a real Router and a real git repository, driven through Starlette's TestClient."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+from uiproject import ui_project
+
+from memrouter import Router
+from memrouter.ui.app import create_app
+
+BASE = "http://127.0.0.1:8766"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, Path, str]:
+    return ui_project(tmp_path)
+
+
+@pytest.fixture
+def router(project: tuple[Path, Path, str], tmp_path: Path) -> Iterator[Router]:
+    with Router.open(root=project[1], index_dir=tmp_path / "idx", watch=False) as router:
+        yield router
+
+
+@pytest.fixture
+def client(router: Router) -> TestClient:
+    return TestClient(create_app(router, reviewer="user:Reviewer Rita"), base_url=BASE)
+
+
+def _csrf(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "no CSRF field in the page"
+    return found.group(1)
+
+
+def _article(html: str) -> str:
+    """The rendered memory text of a memory page."""
+    return html.split('<article class="body"', 1)[1].split("</article>", 1)[0]
+
+
+def test_search_shows_hits_with_snippet_and_why(client: TestClient) -> None:
+    page = client.get("/", params={"q": "PostgreSQL orders", "mode": "lexical"})
+    assert page.status_code == 200
+    assert 'href="/memory/decisions/database"' in page.text
+    assert "lexical #1" in page.text and "<mark>PostgreSQL</mark>" in page.text
+
+
+def test_search_filters_reach_the_router(client: TestClient) -> None:
+    page = client.get("/", params={"q": "database", "mode": "lexical", "prefix": "adr/"})
+    assert 'href="/memory/adr/adr-001"' in page.text and 'href="/memory/decisions/database"' not in page.text
+    page = client.get("/", params={"q": "database", "mode": "lexical", "kind": "adr"})
+    assert 'href="/memory/decisions/database"' in page.text and 'href="/memory/adr/adr-001"' not in page.text
+
+
+def test_time_travel_searches_and_reads_the_older_text(client: TestClient, project: tuple[Path, Path, str]) -> None:
+    first = project[2]
+    page = client.get("/", params={"q": "MySQL", "mode": "lexical", "as_of": first})
+    assert f'href="/memory/decisions/database?as_of={first}"' in page.text
+    assert "0 results" in client.get("/", params={"q": "MySQL", "mode": "lexical"}).text  # today's text has none
+    slider = re.search(r"data-commits='([^']*)'", client.get("/").text)
+    assert slider is not None
+    commits = json.loads(html.unescape(slider.group(1)))
+    assert [c["commit"] for c in commits] == [first[:7], commits[1]["commit"]] and "first decisions" in commits[0][
+        "label"
+    ]
+    old = _article(client.get("/memory/decisions/database", params={"as_of": first}).text)
+    assert "We use MySQL for orders." in old and "PostgreSQL 16" not in old
+    now = _article(client.get("/memory/decisions/database").text)
+    assert "PostgreSQL 16" in now and "MySQL" not in now
+
+
+def test_memory_page_shows_fields_provenance_history_and_neighbours(client: TestClient) -> None:
+    page = client.get("/memory/decisions/database")
+    assert page.status_code == 200
+    assert "<dt>kind</dt><dd>adr</dd>" in page.text
+    assert "Provenance" in page.text and "Ada" in page.text
+    assert (
+        page.text.count('class="history"') == 1 and "move to PostgreSQL" in page.text and "first decisions" in page.text
+    )
+    assert '<span class="del">-We use MySQL for orders.</span>' in page.text
+    assert '<span class="add">+We use PostgreSQL 16 for orders, see ADR-001.</span>' in page.text
+    assert "relates_to" in page.text or "links_to" in page.text
+
+
+def test_a_snippet_is_escaped_before_its_matches_are_marked(client: TestClient) -> None:
+    page = client.get("/", params={"q": "hostile script", "mode": "lexical"})
+    snippets = re.findall(r'<p class="snippet">(.*?)</p>', page.text, re.S)
+    assert snippets and all("<script" not in s and "<img" not in s for s in snippets)
+    assert any("&lt;<mark>script</mark>&gt;" in s and "&lt;img src=x" in s for s in snippets)
+
+
+def test_hostile_memory_is_rendered_inert(client: TestClient) -> None:
+    page = client.get("/memory/notes/hostile")
+    assert page.status_code == 200
+    body = _article(page.text)
+    assert "<script>window" not in body and "&lt;script&gt;" in body
+    assert "<img" not in body and "&lt;img src=x onerror=" in body
+    assert 'href="javascript:' not in body and 'href="data:' not in body and "[click me](javascript:" in body
+    assert re.findall(r"<script[^>]*>", page.text) == [
+        re.search(r'<script src="/static/ui\.js\?v=\w+" defer>', page.text)[0]
+    ]
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+def test_graph_page_and_expansion(client: TestClient) -> None:
+    page = client.get("/graph", params={"name": "decisions/database"})
+    assert page.status_code == 200
+    assert 'data-expand="adr/adr-001"' in page.text or 'data-expand="conventions/commits"' in page.text
+    fragment = client.get("/graph/expand", params={"name": "adr/adr-001"})
+    assert fragment.status_code == 200 and "<html" not in fragment.text
+    assert "missing/note (dangling)" in fragment.text
+
+
+def test_review_queue_approve_through_the_router(client: TestClient, router: Router) -> None:
+    page = client.get("/review")
+    assert "review/cache-ttl" in page.text and "Approve review/cache-ttl" in page.text
+    memory = router.get("review/cache-ttl")
+    done = client.post(
+        "/review/approve",
+        data={"csrf": _csrf(page.text), "name": "review/cache-ttl", "expected_hash": memory.hash},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303
+    approved = router.get("review/cache-ttl")
+    assert approved.status == "active" and approved.verified_by == "user:Reviewer Rita"
+    assert [e.op for e in router.audit(name="review/cache-ttl")][-1] == "approve"
+    assert "Nothing pending review" in client.get("/review").text
+
+
+def test_reject_needs_a_reason_and_a_stale_hash_conflicts(client: TestClient, router: Router) -> None:
+    csrf = _csrf(client.get("/review").text)
+    stale = client.post("/review/approve", data={"csrf": csrf, "name": "review/cache-ttl", "expected_hash": "0" * 64})
+    assert stale.status_code == 409
+    no_reason = client.post("/review/reject", data={"csrf": csrf, "name": "review/cache-ttl"})
+    assert no_reason.status_code == 400
+    assert router.get("review/cache-ttl").status == "pending_review"
+    done = client.post("/review/reject", data={"csrf": csrf, "name": "review/cache-ttl", "reason": "a guess"})
+    assert done.status_code == 200 and "Nothing pending review" in done.text  # followed the 303
+    assert [e.verdict for e in router.audit(name="review/cache-ttl")][-1] == "rejected"
+
+
+def test_team_board_and_its_live_fragment(client: TestClient, router: Router) -> None:
+    team = router.team()
+    team.register("builder", capabilities=["python"])
+    task = team.task_add("Write the parser")
+    team.task_claim("builder", lease_seconds=300)
+    page = client.get("/team")
+    assert 'data-live="/team/live"' in page.text and "builder" in page.text and "Write the parser" in page.text
+    fragment = client.get("/team/live")
+    assert "<html" not in fragment.text and task.id in fragment.text and "left" in fragment.text
+
+
+def test_static_files_are_versioned_and_cached(client: TestClient) -> None:
+    page = client.get("/").text
+    stylesheet = re.search(r'href="(/static/ui\.css\?v=\w{12})"', page)
+    assert stylesheet is not None
+    response = client.get(stylesheet.group(1))
+    assert response.status_code == 200 and "max-age" in response.headers["cache-control"]
+    assert "max-age" not in client.get("/").headers.get("cache-control", "")
+
+
+def test_timeline_and_health(client: TestClient, router: Router) -> None:
+    router.save("# Fresh note\n\nSomething new about deploys.\n", name="notes/fresh")
+    timeline = client.get("/timeline")
+    assert timeline.status_code == 200 and 'href="/memory/notes/fresh"' in timeline.text
+    commits = timeline.text.split('<ol class="commits">', 1)[1].split("</ol>", 1)[0]
+    assert commits.index("move to PostgreSQL") < commits.index("first decisions")
+    assert re.search(
+        r'<span class="change-created">created</span> <a href="/memory/notes/hostile\?as_of=\w+">', commits
+    )
+    assert re.search(
+        r'<span class="change-changed">changed</span> <a href="/memory/decisions/database\?as_of=', commits
+    )
+    health = client.get("/health")
+    assert health.status_code == 200 and "memories" in health.text and "None configured" in health.text
+    assert client.get("/health", params={"janitor": "1"}).status_code == 200
+
+
+def test_sprint_board_promotes_through_the_router(client: TestClient, router: Router) -> None:
+    router.lifecycle.start("2026-w48", weeks=2, goal="ship the UI")
+    memory = router.save("# Caching research\n\nRedis versus an in-process LRU.\n", kind="research")
+    assert memory.channel == "sprint"
+    page = client.get("/timeline")
+    assert "ship the UI" in page.text and 'class="days-left">' in page.text
+    board = page.text.split('class="sprint-board"', 1)[1].split("</ul>", 1)[0]
+    assert f"Promote {memory.name} to long-term" in board and "/_sprint" not in board
+    form = {"csrf": _csrf(page.text), "name": memory.name, "expected_hash": "f" * 64}
+    assert client.post("/sprint/promote", data=form).status_code == 409
+    assert router.get(memory.name).superseded_by is None
+    assert client.post("/sprint/promote", data={**form, "csrf": "forged"}).status_code == 403
+    done = client.post("/sprint/promote", data={**form, "expected_hash": memory.hash}, follow_redirects=False)
+    assert done.status_code == 303
+    promoted = router.get(memory.name)
+    assert promoted.superseded_by is not None and router.get(promoted.superseded_by).channel == "long_term"
+    assert "promote" in [entry.op for entry in router.audit(name=memory.name)]
+
+
+def test_memory_page_shows_its_sync_state_per_service(project: tuple[Path, Path, str], tmp_path: Path) -> None:
+    (project[0] / "memrouter.toml").write_text('[backends.forgetful]\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 1\n')
+    with Router.open(root=project[1], index_dir=tmp_path / "idx2", watch=False) as router:
+        client = TestClient(create_app(router), base_url=BASE)
+        page = client.get("/memory/decisions/database")
+        health = client.get("/health")
+    assert (
+        health.status_code == 200 and "forgetful: <strong>down</strong>" in health.text and "last error" in health.text
+    )
+    assert page.status_code == 200
+    assert "<h2>External services</h2>" in page.text and "<dt>forgetful</dt>" in page.text
+    assert 'class="sync-missing">missing' in page.text
+
+
+def test_edit_saves_through_the_router_as_the_person(client: TestClient, router: Router) -> None:
+    page = client.get("/edit/conventions/commits")
+    before = router.get("conventions/commits")
+    text = "# Commit messages\r\n\r\nUse the imperative mood. Keep the subject under 72 characters.\r\n"
+    form = {"csrf": _csrf(page.text), "name": before.name, "expected_hash": before.hash, "content": text}
+    done = client.post("/edit", data=form, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/memory/conventions/commits"
+    after = router.get("conventions/commits")
+    assert "under 72 characters" in after.text and "\r" not in after.text
+    entry = router.audit(name="conventions/commits")[-1]
+    assert entry.actor == "user:Reviewer Rita" and entry.before == before.hash and entry.after == after.hash
