@@ -210,7 +210,9 @@ def main() -> None:
                 scores(subset, lambda r: 0.1), scores(subset, lambda r, p=held: dense_weight(r["coverage"], **p)),
                 scores(subset, lambda r, p=fitted: dense_weight(r["coverage"], **p)),
             ]  # fmt: skip
-            print(f"  {kind[:14]:14s} " + " ".join(f"{r5:.3f} / {mrr:.3f}" for r5, mrr in columns) + f"   ({len(subset)})")
+            print(
+                f"  {kind[:14]:14s} " + " ".join(f"{r5:.3f} / {mrr:.3f}" for r5, mrr in columns) + f"   ({len(subset)})"
+            )
 
 
 if __name__ == "__main__":

@@ -258,7 +258,6 @@ class LexicalIndex:
                 return [Ranked(memory_id, score) for memory_id, score in kept[:limit]]
             depth *= 8
 
-
     def coverage(self, conn: sqlite3.Connection, query: str, memory_id: int) -> float:
         """The share of ``query``'s distinct terms, each weighted by its idf, that memory ``memory_id``
         holds: 1 when it has them all, near 0 when it lacks the rare ones (a term in no memory weighs most)."""
