@@ -55,9 +55,9 @@ TIME_WEIGHT = 0.5
 # one, when the best lexical hit covers at least HIGH_AT of the query, to DENSE_HIGH when it covers at
 # most LOW_AT (coverage: the share of the query's terms, weighted by idf, that the hit holds).
 # Fitted by benchmarks/fit_fusion.py, leaving each evaluation set out in turn.
-DENSE_HIGH = 1.0
-LOW_AT = 0.3
-HIGH_AT = 0.8
+DENSE_HIGH = 2.0
+LOW_AT = 0.2
+HIGH_AT = 0.5
 
 
 def dense_weight(coverage: float, configured: float) -> float:
