@@ -38,8 +38,9 @@ __all__ = ["RETRY_AFTER", "PgSearch", "publish"]
 
 log = LazyLogger(__name__)
 
-# After PostgreSQL failed, searches use the local index for this many seconds before trying it again.
-RETRY_AFTER = 5.0
+# After PostgreSQL failed, searches use the local index for this many seconds before trying it again
+# (a try against a server that is down costs up to ``connect.POOL_WAIT``).
+RETRY_AFTER = 30.0
 
 
 @dataclass

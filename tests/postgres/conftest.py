@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from postgres.support import assert_no_fallback
 
 from memrouter import Router
 from memrouter.testing.postgres_server import PostgresServer, running_postgres
@@ -49,3 +50,4 @@ def router(store: str, memories: Path, tmp_path: Path) -> Iterator[Router]:
     with Router.open(root=memories, index_dir=tmp_path / "index") as opened:
         assert (opened.config.index.url is not None) == (store == "postgres")
         yield opened
+        assert_no_fallback(opened)

@@ -23,6 +23,7 @@ from index.test_lexical import (
     test_status_filter_hides_obsolete,
     test_title_and_name_outweigh_body,
 )
+from postgres.support import assert_no_fallback
 from test_freshness import test_hand_edits_show_up_on_the_next_search
 from test_hostile_input import test_any_filter_value_is_a_result_or_invalid_input
 from test_router import (
@@ -86,6 +87,7 @@ def test_every_mode_ranks_alike_on_both_stores(memories: Path, tmp_path: Path, d
                     hits = router.search(query, limit=5, mode=mode, **filters)
                     found.append([(h.name, round(h.score, 4), h.snippet) for h in hits])
             results[store] = found
+            assert_no_fallback(router)
     for number, (local, shared) in enumerate(zip(results["sqlite"], results["postgres"], strict=True)):
         assert local == shared, number
     assert any(results["sqlite"])
@@ -106,5 +108,6 @@ def test_list_filters_alike_on_both_stores(memories: Path, tmp_path: Path, datab
                 router.list(kinds="convention"),
                 router.list(channels="sprint"),
             ]
+            assert_no_fallback(router)
     assert listed["sqlite"] == listed["postgres"]
     assert [len(part) for part in listed["sqlite"]][1:4] == [len(listed["sqlite"][1]), 1, 1]

@@ -29,13 +29,29 @@ T = TypeVar("T")
 # HNSW candidates per query: 100 keeps recall@10 near exact on the corpora measured (pgvector's default is 40).
 EF_SEARCH = 100
 CONNECT_TIMEOUT = 5
+# Seconds a query waits for a pooled connection before the server counts as unavailable.
+POOL_WAIT = 2.0
 SCHEMES = ("postgresql://", "postgres://")
 
 
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
 def check_url(url: str) -> str:
-    """``url`` if it names a PostgreSQL database, else ``ConfigError``."""
+    """``url`` if it is a well-formed PostgreSQL URL, else ``ConfigError`` saying what is wrong."""
     if not isinstance(url, str) or not url.startswith(SCHEMES):
         raise ConfigError(f"database URL must start with postgresql:// (got {redacted(str(url))!r})")
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(url)
+    except Exception as exc:  # psycopg.ProgrammingError: libpq could not parse it
+        raise ConfigError(f"bad database URL {redacted(url)!r}: {exc}") from exc
+    ports = str(parts.get("port") or "5432").split(",")
+    if not all(port.isdigit() and 0 < int(port) < 65536 for port in ports):
+        raise ConfigError(f"bad database URL {redacted(url)!r}: port must be a number from 1 to 65535")
+    if parts.get("sslmode", "prefer") not in SSL_MODES:
+        raise ConfigError(f"bad database URL {redacted(url)!r}: sslmode must be one of {', '.join(SSL_MODES)}")
     return url
 
 
@@ -52,21 +68,20 @@ class Database:
     """A pool of connections to one PostgreSQL database, migrated on open."""
 
     def __init__(self, url: str, *, max_size: int = 4) -> None:
-        self.url = check_url(url)
         psycopg, psycopg_pool = _driver()
+        self.url = check_url(url)
         self._errors = (psycopg.OperationalError, psycopg_pool.PoolTimeout)
         try:
             with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
                 from memrouter.pgindex.schema import migrate
 
                 migrate(conn)
-        except psycopg.ProgrammingError as exc:  # the conninfo itself is malformed
-            raise ConfigError(f"bad database URL {redacted(url)!r}: {exc}") from exc
         except psycopg.OperationalError as exc:
             raise BackendUnavailable(f"PostgreSQL at {redacted(url)} cannot be reached: {exc}") from exc
         self._pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
-            url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT, configure=self._configure,
+            url, min_size=1, max_size=max_size, timeout=POOL_WAIT, configure=self._configure,
             kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True}, open=True, name="memrouter",
+            check=psycopg_pool.ConnectionPool.check_connection,  # a server restart leaves no dead connection behind
         )  # fmt: skip
 
     @staticmethod

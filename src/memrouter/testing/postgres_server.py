@@ -26,7 +26,7 @@ from pathlib import Path
 
 from memrouter.testing.servers import free_port
 
-__all__ = ["PostgresNotStarted", "PostgresServer", "running_postgres"]
+__all__ = ["PostgresNotStarted", "PostgresServer", "running_postgres", "start_again", "stop"]
 
 UNPRIVILEGED = "nobody"
 _VERSION = 18
@@ -42,6 +42,7 @@ class PostgresServer:
     pid: int
     port: int
     data: Path
+    binaries: Path
 
 
 def _binaries() -> Path:
@@ -109,18 +110,26 @@ def _start(folder: Path) -> PostgresServer:
           "-E", "UTF8", "--no-sync"], account, log)  # fmt: skip
     last: PostgresNotStarted | None = None
     for _ in range(3):  # a free port can be taken between finding it and binding it
-        port = free_port()
-        options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
         try:
-            _run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60",
-                  "start"], account, log)  # fmt: skip
+            return _launch(binaries, data, free_port(), account)
         except PostgresNotStarted as exc:
             last = exc
-            continue
-        pid = int((data / "postmaster.pid").read_text(encoding="utf-8").split()[0])
-        return PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", pid, port, data)
     assert last is not None
     raise last
+
+
+def _launch(binaries: Path, data: Path, port: int, account: pwd.struct_passwd | None) -> PostgresServer:
+    log = data.parent / "server.log"
+    options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off"
+    _run([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "60", "start"],
+         account, log)  # fmt: skip
+    pid = int((data / "postmaster.pid").read_text(encoding="utf-8").split()[0])
+    return PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", pid, port, data, binaries)
+
+
+def start_again(server: PostgresServer) -> PostgresServer:
+    """The stopped ``server`` started again: the same data, the same port (a new PID)."""
+    return _launch(server.binaries, server.data, server.port, _account())
 
 
 def _alive(pid: int) -> bool:
