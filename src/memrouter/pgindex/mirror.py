@@ -25,6 +25,8 @@ from memrouter.store.names import SUFFIX
 
 __all__ = ["Pushed", "local_mark", "push"]
 
+# A push changing at least this many memories (or a tenth of the project) refreshes the tables' statistics.
+ANALYZE_FROM = 50
 _LOCAL_COLUMNS = [c for c in MEMORY_COLUMNS if c != "vectors"]
 
 
@@ -81,6 +83,8 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
                 writer.conn.execute(hnsw_index(dimension).encode())
         if changed or removed:
             writer.bump()
+    if len(changed) + len(removed) >= max(ANALYZE_FROM, len(remote) // 10):
+        scope.analyze()  # a bulk change: fresh planner statistics, or a join plan fit for one row runs for seconds
     added = sum(1 for name in changed if name not in remote)
     return Pushed(scope.project, added, len(changed) - added, len(removed), len(local) - len(changed))
 

@@ -58,6 +58,11 @@ class ProjectScope:
             cursor.execute(self.sql(template).encode(), {**(params or {}), "project": self.project})
             return cursor.fetchall()
 
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the shared tables (after a bulk change)."""
+        with self.database.connection() as conn:
+            conn.execute(b"ANALYZE memories, postings, chunks")
+
     @contextmanager
     def writing(self) -> Iterator[Writer]:
         """One transaction over this project's rows, holding the project's advisory lock (writers queue)."""

@@ -72,15 +72,34 @@ class PgIndex:
     def dense(
         self, vector: Any, model: str, filters: Filters, limit: int, within: list[str] | None = None
     ) -> list[DenseHit]:
-        """The ``limit`` memories whose best chunk (of ``model``'s vectors) is nearest ``vector``."""
+        """The ``limit`` memories whose best chunk (of ``model``'s vectors) is nearest ``vector``.
+
+        The nearest chunks come from the HNSW index (``hnsw.ef_search``, iterative scans), widened
+        until enough pass the filters; exact search over every chunk when widening is not enough.
+        """
         dimension = len(vector)
         where, params = filter_sql(filters, within)
-        rows = self.scope.rows(
-            f"SELECT m.name, c.ordinal, c.heading, c.start, c.embedding::vector({dimension}) <=> "
-            f"%(vector)s::vector({dimension}) AS distance FROM {{chunks}} c JOIN {{memories}} m ON m.id = c.memory_id "
-            f"WHERE c.model = %(model)s AND c.dimension = {dimension}{where} ORDER BY distance LIMIT %(k)s",
-            {**params, "vector": vector_text(vector), "model": model, "k": limit * CHUNKS_PER_MEMORY},
+        wanted = limit * CHUNKS_PER_MEMORY
+        params = {**params, "vector": vector_text(vector), "model": model}
+        distance = f"c.embedding::vector({dimension}) <=> %(vector)s::vector({dimension})"
+        nearest = (
+            f"SELECT c.memory_id, c.ordinal, c.heading, c.start, {distance} AS distance FROM {{chunks}} c "
+            f"WHERE c.model = %(model)s AND c.dimension = {dimension} ORDER BY distance LIMIT %(depth)s"
         )
+        for depth in (wanted * 4, wanted * 32, None):
+            source = nearest if depth is not None else nearest.replace(" LIMIT %(depth)s", "")
+            rows = self.scope.rows(
+                f"SELECT m.name, n.ordinal, n.heading, n.start, n.distance FROM ({source}) n "
+                f"JOIN {{memories}} m ON m.id = n.memory_id WHERE true{where} ORDER BY n.distance, m.name LIMIT %(k)s",
+                {**params, "depth": depth, "k": wanted},
+            )
+            if len(rows) >= wanted or depth is None:
+                break
+            if not self.scope.rows(
+                f"SELECT 1 FROM {{chunks}} c WHERE c.model = %(model)s AND c.dimension = {dimension} OFFSET %(depth)s LIMIT 1",
+                {**params, "depth": depth},
+            ):
+                break  # every chunk was seen already
         best: dict[str, DenseHit] = {}
         for row in rows:
             if row["name"] not in best:
