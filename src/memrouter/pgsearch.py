@@ -62,7 +62,8 @@ class PgSearch(CanonicalSearch):
             self._store = PgIndex(Database(url), self.config.project_key)
         mark = local_mark(self.conn)
         if mark != self._pushed:
-            push(self.conn, self._store.scope)
+            if self._store.scope.mark() != mark:  # another process of this index may have copied it already
+                push(self.conn, self._store.scope)
             self._pushed = mark
         return self._store
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import commit, git_project, write
 
 from memrouter import Router
 from memrouter.testing.postgres_server import running_postgres, start_again, stop
@@ -43,3 +44,21 @@ def test_searches_fall_back_while_postgres_is_down(
                 assert "ci/flaky-runbook" in names_in_database(back.url)
             finally:
                 stop(back)
+
+
+def test_a_search_as_of_a_past_commit_leaves_the_shared_rows_alone(tmp_path: Path, database_url: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    project, root = git_project(tmp_path)
+    write(root, "decisions/datastore", "# Datastore\n\nWe use MySQL.\n")
+    commit(project, "mysql", "2026-01-10T10:00:00Z")
+    write(root, "decisions/datastore", "# Datastore\n\nWe use PostgreSQL 16.\n")
+    write(root, "decisions/queue", "# Queue\n\nWe use Kafka.\n")
+    commit(project, "postgres", "2026-03-10T10:00:00Z")
+    with Router.open(root=root, index_dir=tmp_path / "idx") as router:
+        assert [hit.name for hit in router.search("datastore", mode="lexical")] == ["decisions/datastore"]
+        now = names_in_database(database_url)
+        past = router.search("datastore mysql", mode="lexical", as_of="2026-02-01")
+        assert "MySQL" in past[0].snippet
+        assert names_in_database(database_url) == now == {"decisions/datastore", "decisions/queue"}
+        assert "PostgreSQL 16" in router.search("datastore", mode="lexical")[0].snippet

@@ -67,6 +67,7 @@ def _local_states(conn: sqlite3.Connection) -> dict[str, tuple[int, str, str]]:
 def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
     """Make the project's rows in PostgreSQL match the local index ``conn`` (one transaction)."""
     local = _local_states(conn)
+    mark = local_mark(conn)
     with scope.writing() as writer:
         remote = writer.states()
         changed = [name for name, (_, digest, models) in local.items() if remote.get(name) != (digest, models)]
@@ -83,6 +84,7 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
                 writer.conn.execute(hnsw_index(dimension).encode())
         if changed or removed:
             writer.bump()
+        writer.mark(mark)
     if len(changed) + len(removed) >= max(ANALYZE_FROM, len(remote) // 10):
         scope.analyze()  # a bulk change: fresh planner statistics, or a join plan fit for one row runs for seconds
     added = sum(1 for name in changed if name not in remote)

@@ -77,7 +77,14 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_project_model ON chunks (project, model);
 """
 
-MIGRATIONS: list[tuple[str, str]] = [("0001_projects_memories_postings_chunks", _CORE)]
+# The mark of the local index whose state the rows last took (``mirror.local_mark``): a process
+# whose local index has that mark has nothing to copy, without comparing every row.
+_MARK = "ALTER TABLE projects ADD COLUMN mark text NOT NULL DEFAULT '';"
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_projects_memories_postings_chunks", _CORE),
+    ("0002_project_marks", _MARK),
+]
 
 
 def migrate(conn: psycopg.Connection[object]) -> list[str]:

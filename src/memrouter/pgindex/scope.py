@@ -58,6 +58,12 @@ class ProjectScope:
             cursor.execute(self.sql(template).encode(), {**(params or {}), "project": self.project})
             return cursor.fetchall()
 
+    def mark(self) -> str:
+        """The mark of the local index the project's rows last matched ('' if none)."""
+        with self.database.connection() as conn:
+            row = conn.execute("SELECT mark FROM projects WHERE project = %s", (self.project,)).fetchone()
+        return str(row[0]) if row else ""
+
     def analyze(self) -> None:
         """Refresh the planner's statistics of the shared tables (after a bulk change)."""
         with self.database.connection() as conn:
@@ -126,3 +132,7 @@ class Writer:
         """Count one more change of this project's rows."""
         self.conn.execute("UPDATE projects SET generation = generation + 1, pushed_at = now() WHERE project = %s",
                           (self.project,))  # fmt: skip
+
+    def mark(self, mark: str) -> None:
+        """Record the mark of the local index the rows now match."""
+        self.conn.execute("UPDATE projects SET mark = %s WHERE project = %s", (mark, self.project))
