@@ -6,11 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memrouter import Router
-from memrouter.errors import BackendUnavailable, ConfigError, MemoryRouterError
+from memrouter.errors import BackendContractError, BackendUnavailable, ConfigError, MemoryRouterError
 from memrouter.pgindex.connect import Database
+from memrouter.testing.postgres_server import PostgresServer
 from memrouter.testing.servers import free_port
 
 
@@ -55,3 +57,13 @@ def test_a_malformed_configured_url_is_refused_on_load(memories: Path, tmp_path:
     (memories.parent.parent / "memrouter.toml").write_text('[index]\nurl = "sqlite:///x"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"\[index\] url"):
         Router.open(root=memories, index_dir=tmp_path / "idx")
+
+
+def test_a_server_that_cannot_hold_the_index_is_a_contract_error(
+    postgres_server: PostgresServer, database_url: str
+) -> None:
+    """A role that may not create tables (nor the vector extension) gets a clear error, not a driver one."""
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(b"CREATE ROLE reader LOGIN")
+    with pytest.raises(BackendContractError, match="cannot hold the memrouter index"):
+        Database(database_url.replace("postgres@", "reader@"))

@@ -1,7 +1,8 @@
 """Connecting to PostgreSQL: the driver loaded on first use, a pool, errors in memrouter's terms.
 
-A malformed URL is a ``ConfigError``; a server that cannot be reached (or
-refuses us) is ``BackendUnavailable``; psycopg missing is ``BackendNotInstalled``
+A malformed URL is a ``ConfigError``; a server that cannot be reached is
+``BackendUnavailable``; one that answers with an error (no pgvector, no
+rights to create the tables) is ``BackendContractError``; psycopg missing is ``BackendNotInstalled``
 with the install hint. Each pooled connection sets ``hnsw.ef_search`` (recall)
 and lets pgvector scan on past filtered-out rows (``hnsw.iterative_scan``).
 """
@@ -13,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from memrouter.config import redacted_url as redacted
-from memrouter.errors import BackendNotInstalled, BackendUnavailable, ConfigError
+from memrouter.errors import BackendContractError, BackendNotInstalled, BackendUnavailable, ConfigError
 from memrouter.lazylog import LazyLogger
 
 TYPE_CHECKING = False
@@ -71,6 +72,7 @@ class Database:
         psycopg, psycopg_pool = _driver()
         self.url = check_url(url)
         self._errors = (psycopg.OperationalError, psycopg_pool.PoolTimeout)
+        self._refused = psycopg.Error
         try:
             with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
                 from memrouter.pgindex.schema import migrate
@@ -78,6 +80,8 @@ class Database:
                 migrate(conn)
         except psycopg.OperationalError as exc:
             raise BackendUnavailable(f"PostgreSQL at {redacted(url)} cannot be reached: {exc}") from exc
+        except psycopg.Error as exc:  # reached, but it cannot hold the index (no pgvector, no rights)
+            raise BackendContractError(f"PostgreSQL at {redacted(url)} cannot hold the memrouter index: {exc}") from exc
         self._pool: ConnectionPool[Any] = psycopg_pool.ConnectionPool(
             url, min_size=1, max_size=max_size, timeout=POOL_WAIT, configure=self._configure,
             kwargs={"connect_timeout": CONNECT_TIMEOUT, "autocommit": True}, open=True, name="memrouter",
@@ -97,6 +101,8 @@ class Database:
                 yield conn
         except self._errors as exc:
             raise BackendUnavailable(f"PostgreSQL at {redacted(self.url)}: {exc}") from exc
+        except self._refused as exc:  # the server answered with an error: retrying will not help
+            raise BackendContractError(f"PostgreSQL at {redacted(self.url)} refused a statement: {exc}") from exc
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         with self.connection() as conn:
