@@ -106,3 +106,37 @@ def test_pushes_racing_from_two_machines_converge(tmp_path: Path, database_url: 
     finally:
         for router in routers:
             router.close()
+
+
+def test_ten_projects_pushing_at_once_all_land(tmp_path: Path, database_url: str) -> None:
+    """Different projects' first pushes (each making tables' rows and the vectors' index) do not collide."""
+    routers = []
+    for number in range(10):
+        memories = make_repo(tmp_path / f"r{number}") / ".serena" / "memories"
+        write(memories, "own/note", f"# Own note\n\nproject {number}\n")
+        (memories.parent.parent / "memrouter.toml").write_text(
+            f'[embed]\nmodel = "hash"\n[index]\nproject = "p{number}"\n', encoding="utf-8"
+        )
+        router = Router.open(root=memories, index_dir=tmp_path / f"idx{number}")
+        router.refresh(embed=True)
+        routers.append(router)
+    errors: list[BaseException] = []
+
+    def publish(router: Router) -> None:
+        try:
+            router.publish(database_url)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=publish, args=(router,)) for router in routers]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        for router in routers:
+            router.close()
+    assert errors == []
+    for number in range(10):
+        assert len(rows(database_url, f"p{number}")["memories"]) == len(SAMPLE) + 1

@@ -18,7 +18,6 @@ from typing import Any
 
 from memrouter.index.lexical import document_terms
 from memrouter.model import Memory
-from memrouter.pgindex.schema import hnsw_index
 from memrouter.pgindex.scope import MEMORY_COLUMNS, ProjectScope
 from memrouter.pgindex.store import vector_text
 from memrouter.store.names import SUFFIX
@@ -68,6 +67,9 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
     """Make the project's rows in PostgreSQL match the local index ``conn`` (one transaction)."""
     local = _local_states(conn)
     mark = local_mark(conn)
+    # The vectors' index first, in its own transaction: made inside the copy, it would wait for other
+    # projects' copies into the same table while they wait for it.
+    scope.vector_indexes({row[0] for row in conn.execute("SELECT DISTINCT dimension FROM chunks")})
     with scope.writing() as writer:
         remote = writer.states()
         changed = [name for name, (_, digest, models) in local.items() if remote.get(name) != (digest, models)]
@@ -79,9 +81,7 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
             ids = writer.insert([row for row, _ in rows])
             writer.postings((term, ids[row[0]], tf) for row, terms in rows for term, tf in terms.items())
             by_local = {local_ids[name]: ids[name] for name in changed}
-            dimensions = writer.chunks(_chunk_rows(conn, by_local))
-            for dimension in sorted(dimensions):
-                writer.conn.execute(hnsw_index(dimension).encode())
+            writer.chunks(_chunk_rows(conn, by_local))
         if changed or removed:
             writer.bump()
         writer.mark(mark)

@@ -105,9 +105,16 @@ def migrate(conn: psycopg.Connection[object]) -> list[str]:
     return applied
 
 
-def hnsw_index(dimension: int) -> str:
-    """The HNSW index over chunks of one dimension (pgvector indexes a fixed dimension); made on first need."""
-    return (
-        f"CREATE INDEX IF NOT EXISTS chunks_hnsw_{dimension} ON chunks USING hnsw "
-        f"((embedding::vector({dimension})) vector_cosine_ops) WHERE dimension = {dimension}"
+def hnsw_index(conn: psycopg.Connection[object], dimension: int) -> None:
+    """Make the HNSW index over chunks of one dimension (pgvector indexes a fixed dimension) if it is missing.
+
+    Inside the caller's transaction; concurrent pushes of new vectors of one dimension wait for each other here.
+    """
+    name = f"chunks_hnsw_{int(dimension)}"
+    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() not in (None, (None,)):
+        return
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
+        f"((embedding::vector({int(dimension)})) vector_cosine_ops) WHERE dimension = {int(dimension)}".encode()
     )

@@ -64,6 +64,14 @@ class ProjectScope:
             row = conn.execute("SELECT mark FROM projects WHERE project = %s", (self.project,)).fetchone()
         return str(row[0]) if row else ""
 
+    def vector_indexes(self, dimensions: Iterable[int]) -> None:
+        """Make the HNSW index of each vector dimension that lacks one (shared by every project)."""
+        from memrouter.pgindex.schema import hnsw_index
+
+        for dimension in sorted(dimensions):
+            with self.database.connection() as conn, conn.transaction():
+                hnsw_index(conn, dimension)
+
     def analyze(self) -> None:
         """Refresh the planner's statistics of the shared tables (after a bulk change)."""
         with self.database.connection() as conn:
@@ -117,16 +125,13 @@ class Writer:
             for term, memory_id, tf in rows:
                 copy.write_row((self.project, term, memory_id, tf))
 
-    def chunks(self, rows: Iterable[tuple[int, str, int, int, str, int, str]]) -> set[int]:
-        """(memory id, model, ordinal, start, heading, dimension, vector text) rows; returns the dimensions seen."""
-        dimensions: set[int] = set()
+    def chunks(self, rows: Iterable[tuple[int, str, int, int, str, int, str]]) -> None:
+        """(memory id, model, ordinal, start, heading, dimension, vector text) rows."""
         with self.conn.cursor().copy(
             b"COPY chunks (project, memory_id, model, ordinal, start, heading, dimension, embedding) FROM STDIN"
         ) as copy:
             for row in rows:
-                dimensions.add(row[5])
                 copy.write_row((self.project, *row))
-        return dimensions
 
     def bump(self) -> None:
         """Count one more change of this project's rows."""
