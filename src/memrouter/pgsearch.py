@@ -85,6 +85,20 @@ class PgSearch(CanonicalSearch):
         root = self.config.root
         return [replace(summary, path=str(root / summary.path)) for summary in listed]  # the path here
 
+    def database_status(self) -> dict[str, object] | None:
+        from memrouter.config import redacted_url
+
+        state: dict[str, object] = {
+            "url": redacted_url(self.config.index.url or ""),
+            "project": self.config.project_key,
+        }
+        try:
+            state |= {"available": True, "memories": self.store().count()}
+        except BackendUnavailable as exc:
+            self._fell_back(exc)
+            state |= {"available": False, "error": str(exc)}
+        return state
+
     def close(self) -> None:
         if self._store is not None:
             self._store.database.close()

@@ -454,6 +454,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
+        database = self._index.indexed(self._searcher.database_status)  # first: a fallback adds a warning
         index = self._index.status()
         sprint, sprint_warnings = self.lifecycle.status()
         warnings = index.pop("warnings") + sprint_warnings
@@ -464,6 +465,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
             "readonly": self.store.readonly,
             **index,
             "sprint": sprint,
+            "database": database,
             "warnings": warnings,
             "config": self.config.summary(),
             "backends": self.backend_status(),

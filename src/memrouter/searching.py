@@ -74,6 +74,10 @@ class CanonicalSearch:
     def close(self) -> None:
         """Let go of what this search holds beyond the index (nothing here; a database pool in ``PgSearch``)."""
 
+    def database_status(self) -> dict[str, object] | None:
+        """The shared database's state for ``status`` (None: no database is configured)."""
+        return None
+
     def time_words(self, query: str, now: float) -> TimeWords | None:
         """The time phrase in ``query`` (relative to ``now``), unless ``[search] time_words = "off"``."""
         if self.config.search.time_words == "off":

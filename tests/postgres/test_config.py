@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -42,3 +45,6 @@ def test_without_a_project_key_the_folder_name_is_the_key(tmp_path: Path, databa
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         router.search("flaky")
     assert projects_in(database_url) == {"service": len(SAMPLE)}
+    shown = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
+                            "status"], capture_output=True, text=True, check=True, env=os.environ)  # fmt: skip
+    assert f"database: {database_url} project 'service' ({len(SAMPLE)} memories)" in shown.stdout

@@ -26,9 +26,18 @@ def test_searches_fall_back_while_postgres_is_down(
         with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
             before = [hit.name for hit in router.search("flaky tests", mode="lexical")]
             assert before and not router.warnings
+            assert router.status()["database"] == {
+                "url": server.url,
+                "project": "project",
+                "available": True,
+                "memories": len(router.list()),
+            }
             assert names_in_database(server.url) == {summary.name for summary in router.list()}
 
             stop(server)
+            down = router.status()
+            assert down["database"]["available"] is False and "PostgreSQL" in down["database"]["error"]
+            assert any("PostgreSQL index unavailable" in warning for warning in down["warnings"])
             assert [hit.name for hit in router.search("flaky tests", mode="lexical")] == before
             assert any("PostgreSQL index unavailable" in warning for warning in router.warnings)
             router.save("# Flaky runbook\n\nflaky tests: rerun once", name="ci/flaky-runbook")  # lands in the file

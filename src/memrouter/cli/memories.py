@@ -284,6 +284,10 @@ def status(state: State, fmt: str) -> None:
         if data["problems"]:
             lines.append(f"problems: {len(data['problems'])}")
             lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]
+        database = data.get("database")
+        if database:
+            found = f"{database['memories']} memories" if database["available"] else "down, searching the local index"
+            lines.append(f"database: {database['url']} project {database['project']!r} ({found})")
         lines += [f"warning:  {w}" for w in data["warnings"]]
         for b in data.get("backends", []):
             state_ = "up" if b["available"] else "down"
