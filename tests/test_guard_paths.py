@@ -120,6 +120,7 @@ NOT_WRITING: dict[str, str] = {
     "Router.delete": "removes a file; stores no text",
     "Router.check": "the guard's verdict only; writes nothing",
     "Router.sync": "copies stored memories to external services; writes no memory file",
+    "Router.publish": "copies the index's rows to a PostgreSQL database; writes no memory file",
     **{f"Lifecycle.{name}": _READS for name in ("mark", "holding", "place", "current", "sprint", "status")},
     **{f"Scratchpad.{name}": _READS for name in ("read", "search", "close")},
     "Scratchpad.clear": "removes notes; stores no text",

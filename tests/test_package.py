@@ -43,6 +43,8 @@ ALLOWED = {
     "store": (*BASE, "memrouter.store"),
     "embed": (*BASE, "memrouter.embed"),
     "index": (*BASE, "memrouter.index", "memrouter.store", "memrouter.embed"),
+    # The PostgreSQL index beside it: the same rows, read from the local index (``pgindex/mirror.py``).
+    "pgindex": (*BASE, "memrouter.pgindex", "memrouter.index", "memrouter.store", "memrouter.config"),
     "backends": (*BASE, "memrouter.backends", "memrouter.store"),
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),

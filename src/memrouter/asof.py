@@ -66,7 +66,9 @@ class PastIndexes:
             when = float(session.run("show", "-s", "--format=%ct", commit).stdout.strip() or 0)
             folder = self.config.index_dir / "as-of" / commit
             root = self._snapshot(session, commit, folder)
-            past = replace(self.config, root=root, index_dir=folder / "index", backends={})
+            # a past snapshot is searched locally: it must never overwrite the project's rows in a shared database
+            index = replace(self.config.index, url=None)
+            past = replace(self.config, root=root, index_dir=folder / "index", backends={}, index=index)
             router = Router(  # validity judged at the commit's time
                 past, watch=False, clock=lambda: when, record_times=lambda: self.lend(when)
             )

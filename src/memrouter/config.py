@@ -2,7 +2,7 @@
 
 Precedence, highest first: explicit arguments (``Config.load(root=...)``, the
 CLI's ``--root``/``--index-dir``), then ``MEMROUTER_*`` environment variables
-(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``,
+(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``, ``MEMROUTER_DATABASE_URL``,
 ``MEMROUTER_<BACKEND>_URL`` such as ``MEMROUTER_FORGETFUL_URL``, which
 configures that backend over HTTP, replacing a configured ``command``), then the
 project's ``memrouter.toml``, then the defaults below.
@@ -39,6 +39,7 @@ __all__ = [
     "CONFIG_FILE",
     "STATE_DIR",
     "KNOWN_KEYS",
+    "redacted_url",
 ]
 
 CONFIG_FILE = "memrouter.toml"
@@ -53,7 +54,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
     "embed": ("model", "background"),
-    "index": ("write_wait",),
+    "index": ("write_wait", "url", "project"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
     "context": ("margin",),
@@ -97,6 +98,11 @@ class IndexConfig:
     # Seconds a write waits for other processes' writes before giving up (the
     # memory file is written regardless; the next refresh indexes it).
     write_wait: float = 30.0
+    # A PostgreSQL database (``postgresql://...``) that holds this project's index for search and listing
+    # (``memrouter.pgsearch``); None: the local SQLite index alone.
+    url: str | None = None
+    # This repository's key in that database; None: the project folder's name.
+    project: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +160,8 @@ class Config:
             "embedder": self.embedder,
             "embed_background": self.embed_background,
             "write_wait": self.index.write_wait,
+            "database": redacted_url(self.index.url) if self.index.url else None,
+            "project_key": self.project_key,
             "scratch_ttl": self.scratch_ttl,
             "janitor": {
                 "decay": self.janitor.decay,
@@ -163,6 +171,11 @@ class Config:
             "context": {"margin": self.context.margin},
             "unknown_keys": list(self.unknown_keys),
         }
+
+    @property
+    def project_key(self) -> str:
+        """This repository's key in a shared database: ``[index] project``, else the project folder's name."""
+        return self.index.project or (self.project_dir or self.root).name
 
     @property
     def index_path(self) -> Path:
@@ -220,7 +233,7 @@ class Config:
         background = embed.get("background", True)
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
-        index = _index_config(settings.get("index", {}))
+        index = _index_config(settings.get("index", {}), env)
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
@@ -312,16 +325,31 @@ def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shap
     return table
 
 
-def _index_config(section: Any) -> IndexConfig:
+def redacted_url(url: str) -> str:
+    """``url`` without its password."""
+    head, sep, tail = url.partition("://")
+    credentials, at, rest = tail.rpartition("@")
+    if not sep or not at or ":" not in credentials:
+        return url
+    return f"{head}://{credentials.split(':', 1)[0]}:***@{rest}"
+
+
+def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
     if not isinstance(section, dict):
         raise ConfigError("[index] must be a table")
+    url = env.get("MEMROUTER_DATABASE_URL") or section.get("url")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://"))):
+        raise ConfigError("[index] url must be a postgresql:// URL")
+    project = section.get("project")
+    if project is not None and (not isinstance(project, str) or not 0 < len(project) <= 200):
+        raise ConfigError("[index] project must be a name of 1 to 200 characters")
     try:
         wait = float(section.get("write_wait", IndexConfig().write_wait))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[index] write_wait: {exc}") from exc
     if not 0 < wait <= 3600:
         raise ConfigError("[index] write_wait must be between 0 and 3600 seconds")
-    return IndexConfig(wait)
+    return IndexConfig(wait, url, project)
 
 
 def _section_numbers(section: Any, name: str, defaults: dict[str, float]) -> dict[str, float]:

@@ -30,7 +30,7 @@ from memrouter.lazylog import LazyLogger
 from memrouter.model import MODES, Hit, Memory, MemorySummary
 from memrouter.query import check_limit, check_query, make_filters, search_filters
 from memrouter.review import ReviewQueries, attach_audit
-from memrouter.searching import CANONICAL, CanonicalSearch
+from memrouter.searching import CANONICAL, make_search
 from memrouter.store.files import MemoryStore
 from memrouter.store.names import validate_name
 
@@ -84,7 +84,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._past = None  # memrouter.asof.PastIndexes, made by the first search as_of a date or commit
         self._activity: ActivityTimes | None = None
         self._lent_times = record_times
-        self._searcher = CanonicalSearch(self._index, config, self._activity_times, self._content_of)
+        self._searcher = make_search(self._index, config, self._activity_times, self._content_of)
 
     @classmethod
     def open(
@@ -136,6 +136,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
                 self._team.close()
             if self._services is not None:
                 self._services.close()
+            self._searcher.close()
             self._index.close()
 
     def __enter__(self) -> Router:
@@ -297,9 +298,16 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
 
         def listed() -> builtins.list[MemorySummary]:
             self._index.ensure_fresh()
-            return queries.summaries(self._conn, filters)
+            return self._searcher.summaries(filters)
 
         return self._index.indexed(listed)
+
+    def publish(self, url: str | None = None) -> dict[str, Any]:
+        """Bring this project's rows in the PostgreSQL index (``url``, default ``[index] url``) in step: ``memrouter.pgsearch``."""
+        from memrouter.pgsearch import publish
+
+        self._index.ensure_fresh()
+        return self._index.indexed(lambda: publish(self._conn, url or self.config.index.url, self.config.project_key))
 
     def pinned(self) -> builtins.list[str]:
         """Names of the memories whose front matter says ``pinned: true``, in effect now."""
@@ -452,6 +460,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
+        database = self._index.indexed(self._searcher.database_status)  # first: a fallback adds a warning
         index = self._index.status()
         sprint, sprint_warnings = self.lifecycle.status()
         warnings = index.pop("warnings") + sprint_warnings
@@ -462,6 +471,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
             "readonly": self.store.readonly,
             **index,
             "sprint": sprint,
+            "database": database,
             "warnings": warnings,
             "config": self.config.summary(),
             "backends": self.backend_status(),

@@ -32,7 +32,7 @@ from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
 from memrouter.index.lexical import snippet
 from memrouter.index.text import query_terms
-from memrouter.model import Filters, Hit, Match, Provenance
+from memrouter.model import Filters, Hit, Match, MemorySummary, Provenance
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from memrouter.timefilter import ActivityTimes
     from memrouter.timewords import TimeWords
 
-__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch", "dense_weight"]
+__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch", "dense_weight", "make_search"]
 
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
@@ -83,6 +83,17 @@ class CanonicalSearch:
     @property
     def conn(self) -> IndexConnection:
         return self.index.conn
+
+    def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
+        """The indexed memories passing ``filters``, by name (``Router.list``)."""
+        return queries.summaries(self.conn, filters)
+
+    def close(self) -> None:
+        """Let go of what this search holds beyond the index (nothing here; a database pool in ``PgSearch``)."""
+
+    def database_status(self) -> dict[str, object] | None:
+        """The shared database's state for ``status`` (None: no database is configured)."""
+        return None
 
     def time_words(self, query: str, now: float) -> TimeWords | None:
         """The time phrase in ``query`` (relative to ``now``), unless ``[search] time_words = "off"``."""
@@ -247,6 +258,17 @@ class CanonicalSearch:
                 verified_by=get("verified_by"),
             ),
         )
+
+
+def make_search(
+    index: IndexKeeper, config: Config, activity: Callable[[], ActivityTimes], content_of: Callable[[str], str | None]
+) -> CanonicalSearch:
+    """The search a router uses: over the local index, or from PostgreSQL when ``[index] url`` is set."""
+    if config.index.url:
+        from memrouter.pgsearch import PgSearch  # lazy: the driver loads only when a database is configured
+
+        return PgSearch(index, config, activity, content_of)
+    return CanonicalSearch(index, config, activity, content_of)
 
 
 @lru_cache(maxsize=1)

@@ -16,10 +16,14 @@ from memrouter.model import CHANNELS, KINDS, MODES, STATUSES
 @click.option("--full", is_flag=True, help="Re-read every file, not only those whose stat changed.")
 @click.option("--lexical-only", is_flag=True, help="Skip embeddings (no model is loaded).")
 @click.option("--reembed", is_flag=True, help="Drop vectors made by another embedding model and embed again.")
+@click.option(
+    "--database", metavar="URL", default=None,
+    help="Also build or refresh this project's rows in a PostgreSQL database (postgresql://...).",
+)  # fmt: skip
 @FORMAT
 @pass_state
 @handle_errors
-def index(state: State, full: bool, lexical_only: bool, reembed: bool, fmt: str) -> None:
+def index(state: State, full: bool, lexical_only: bool, reembed: bool, database: str | None, fmt: str) -> None:
     """Build or refresh the index (full text and embeddings) from the memory files."""
     router = state.router()
     started = time.perf_counter()
@@ -32,6 +36,8 @@ def index(state: State, full: bool, lexical_only: bool, reembed: bool, fmt: str)
     data = report.to_dict() | {"took_ms": round((time.perf_counter() - started) * 1000, 1)}
     data["total"] = status["memories"]["total"]
     data["dense"] = status["dense"]
+    if database is not None or router.config.index.url:
+        data["database"] = router.publish(database)
 
     def text() -> str:
         lines = [
@@ -42,6 +48,12 @@ def index(state: State, full: bool, lexical_only: bool, reembed: bool, fmt: str)
         dense = data["dense"]
         if dense["chunks"]:
             lines.append(f"{dense['embedded_memories']} memories embedded ({dense['chunks']} chunks, {dense['model']})")
+        if "database" in data:
+            pushed = data["database"]
+            lines.append(
+                f"database, project {pushed['project']!r}: {pushed['added']} added, {pushed['updated']} updated, "
+                f"{pushed['removed']} removed, {pushed['unchanged']} unchanged"
+            )
         return "\n".join(lines)
 
     emit(fmt, data, text)
@@ -272,6 +284,10 @@ def status(state: State, fmt: str) -> None:
         if data["problems"]:
             lines.append(f"problems: {len(data['problems'])}")
             lines += [f"  {name}: {problem}" for name, problem in data["problems"].items()]
+        database = data.get("database")
+        if database:
+            found = f"{database['memories']} memories" if database["available"] else "down, searching the local index"
+            lines.append(f"database: {database['url']} project {database['project']!r} ({found})")
         lines += [f"warning:  {w}" for w in data["warnings"]]
         for b in data.get("backends", []):
             state_ = "up" if b["available"] else "down"

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "brief_rows", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "long_term_twins", "pinned_names",
+    "brief_rows", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "long_term_twins",
+    "names_of", "pinned_names",
     "problems", "summaries", "synced_count",
     "validity_rows",
 ]  # fmt: skip
@@ -35,6 +36,22 @@ def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]
         ids,
     )
     return {row["id"]: row for row in cursor}
+
+
+def ids_of(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:
+    """The row ids of the indexed memories among ``names``."""
+    found: dict[str, int] = {}
+    for start in range(0, len(names), 500):
+        batch = names[start : start + 500]
+        marks = ", ".join("?" * len(batch))
+        found.update(conn.execute(f"SELECT name, id FROM memories WHERE name IN ({marks})", batch).fetchall())
+    return found
+
+
+def names_of(conn: sqlite3.Connection, ids: frozenset[int]) -> list[str]:
+    """The names of the memories ``ids`` (those still indexed)."""
+    wanted = set(ids)
+    return [name for mid, name in conn.execute("SELECT id, name FROM memories") if mid in wanted]
 
 
 def brief_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:

@@ -1,0 +1,136 @@
+"""Bringing a project's PostgreSQL rows in step with its local index (which is in step with its files).
+
+The local SQLite index already parses, hashes and embeds the files
+(``memrouter.index.refresh``, ``memrouter.index.dense``); ``push`` copies what
+changed: a memory whose content hash or set of embedded models differs is
+replaced (row, postings, chunks), one the files no longer hold is dropped. The
+comparison runs inside the project's write transaction, under its lock, so two
+machines pushing the same repository at once converge to the same rows.
+Nothing machine-specific (row ids, file times) is compared or copied.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from memrouter.index.lexical import document_terms
+from memrouter.model import Memory
+from memrouter.pgindex.scope import MEMORY_COLUMNS, ProjectScope
+from memrouter.pgindex.store import vector_text
+from memrouter.store.names import SUFFIX
+
+__all__ = ["Pushed", "local_mark", "push"]
+
+# A push changing at least this many memories (or a tenth of the project) refreshes the tables' statistics.
+ANALYZE_FROM = 50
+_LOCAL_COLUMNS = [c for c in MEMORY_COLUMNS if c != "vectors"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """What one push changed in the database."""
+
+    project: str
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"project": self.project, "added": self.added, "updated": self.updated, "removed": self.removed,
+                "unchanged": self.unchanged}  # fmt: skip
+
+
+def local_mark(conn: sqlite3.Connection) -> str:
+    """Changes whenever the local index's memories or vectors change (its epoch and generations)."""
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('epoch', 'generation', 'dense_generation')"))
+    return f"{rows.get('epoch', '')}:{rows.get('generation', '0')}:{rows.get('dense_generation', '0')}"
+
+
+def _local_states(conn: sqlite3.Connection) -> dict[str, tuple[int, str, str]]:
+    """name -> (local row id, content hash, models with current vectors, sorted and comma-joined)."""
+    models: dict[int, set[str]] = {}
+    for memory_id, model in conn.execute(
+        "SELECT DISTINCT c.memory_id, c.model FROM chunks c JOIN memories m ON m.id = c.memory_id AND m.hash = c.memory_hash"
+    ):
+        models.setdefault(memory_id, set()).add(model)
+    return {
+        name: (mid, digest, ",".join(sorted(models.get(mid, ()))))
+        for mid, name, digest in conn.execute("SELECT id, name, hash FROM memories")
+    }
+
+
+def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
+    """Make the project's rows in PostgreSQL match the local index ``conn`` (one transaction)."""
+    local = _local_states(conn)
+    mark = local_mark(conn)
+    # The vectors' index first, in its own transaction: made inside the copy, it would wait for other
+    # projects' copies into the same table while they wait for it.
+    scope.vector_indexes({row[0] for row in conn.execute("SELECT DISTINCT dimension FROM chunks")})
+    with scope.writing() as writer:
+        remote = writer.states()
+        changed = [name for name, (_, digest, models) in local.items() if remote.get(name) != (digest, models)]
+        removed = [name for name in remote if name not in local]
+        writer.delete(changed + removed)
+        if changed:
+            local_ids = {name: local[name][0] for name in changed}
+            rows = _memory_rows(conn, local_ids, {name: local[name][2] for name in changed})
+            ids = writer.insert([row for row, _ in rows])
+            writer.postings((term, ids[row[0]], tf) for row, terms in rows for term, tf in terms.items())
+            by_local = {local_ids[name]: ids[name] for name in changed}
+            writer.chunks(_chunk_rows(conn, by_local))
+        if changed or removed:
+            writer.bump()
+        writer.mark(mark)
+    if len(changed) + len(removed) >= max(ANALYZE_FROM, len(remote) // 10):
+        scope.analyze()  # a bulk change: fresh planner statistics, or a join plan fit for one row runs for seconds
+    added = sum(1 for name in changed if name not in remote)
+    return Pushed(scope.project, added, len(changed) - added, len(removed), len(local) - len(changed))
+
+
+def _memory_rows(
+    conn: sqlite3.Connection, local_ids: dict[str, int], models: dict[str, str]
+) -> list[tuple[tuple[Any, ...], dict[str, float]]]:
+    """Each changed memory's row (``MEMORY_COLUMNS`` order) and its weighted term frequencies."""
+    conn_rows: list[sqlite3.Row] = []
+    ids = list(local_ids.values())
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        conn_rows += conn.execute(
+            f"SELECT {', '.join(_LOCAL_COLUMNS)} FROM memories WHERE id IN ({', '.join('?' * len(batch))})", batch
+        ).fetchall()
+    result: list[tuple[tuple[Any, ...], dict[str, float]]] = []
+    for row in conn_rows:
+        values = dict(zip(_LOCAL_COLUMNS, tuple(row), strict=True))
+        tags = tuple(json.loads(values["tags"]))
+        memory = Memory(name=values["name"], path="", text="", hash="", body=values["body"], title=values["title"],
+                        tags=tags)  # fmt: skip
+        terms, _ = document_terms(memory)
+        values["tags"] = list(tags)
+        values["path"] = values["name"] + SUFFIX  # relative: the root differs from machine to machine
+        values["vectors"] = models[values["name"]]
+        result.append((tuple(values[c] for c in MEMORY_COLUMNS), terms))
+    return result
+
+
+def _chunk_rows(conn: sqlite3.Connection, by_local: dict[int, int]) -> list[tuple[int, str, int, int, str, int, str]]:
+    """The current chunks of the changed memories, their vectors in pgvector's text form."""
+    from array import array
+
+    rows: list[tuple[int, str, int, int, str, int, str]] = []
+    ids = list(by_local)
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        for memory_id, model, ordinal, offset, heading, dimension, blob in conn.execute(
+            "SELECT c.memory_id, c.model, c.ordinal, c.start, c.heading, c.dimension, c.vector FROM chunks c "
+            "JOIN memories m ON m.id = c.memory_id AND m.hash = c.memory_hash "
+            f"WHERE c.memory_id IN ({', '.join('?' * len(batch))}) ORDER BY c.memory_id, c.model, c.ordinal",
+            batch,
+        ):
+            values = array("f")
+            values.frombytes(blob)
+            rows.append((by_local[memory_id], model, ordinal, offset, heading, dimension, vector_text(values)))
+    return rows

@@ -1,0 +1,120 @@
+"""The PostgreSQL schema: numbered migrations, each applied once, in order, under one lock.
+
+Every table holds a ``project`` column (one database serves many repositories);
+``memrouter.pgindex.scope`` is the one place that adds it to every statement.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MIGRATIONS", "hnsw_index", "migrate"]
+
+# Any fixed key: concurrent processes migrating the same database wait for each other.
+_MIGRATION_LOCK = 0x4D525452
+
+_CORE = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE projects (
+    project text PRIMARY KEY COLLATE "C",
+    generation bigint NOT NULL DEFAULT 0,
+    pushed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE memories (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    project text NOT NULL COLLATE "C" REFERENCES projects(project) ON DELETE CASCADE,
+    name text NOT NULL COLLATE "C",
+    path text NOT NULL,
+    hash text NOT NULL,
+    size bigint NOT NULL,
+    title text NOT NULL,
+    tags text[] NOT NULL DEFAULT '{}',
+    channel text NOT NULL,
+    kind text,
+    scope text NOT NULL,
+    status text NOT NULL,
+    source text,
+    author text,
+    confidence double precision NOT NULL DEFAULT 1.0,
+    verified_by text,
+    created text,
+    updated text,
+    valid_from text,
+    valid_until text,
+    supersedes text,
+    superseded_by text,
+    expires text,
+    anchors text NOT NULL DEFAULT '[]',
+    extra text NOT NULL DEFAULT '{}',
+    problems text NOT NULL DEFAULT '[]',
+    body text NOT NULL DEFAULT '',
+    length double precision NOT NULL DEFAULT 0,
+    vectors text NOT NULL DEFAULT '',
+    UNIQUE (project, name)
+);
+CREATE INDEX memories_project_channel ON memories (project, channel);
+CREATE TABLE postings (
+    project text NOT NULL COLLATE "C",
+    term text NOT NULL COLLATE "C",
+    memory_id bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    tf real NOT NULL,
+    PRIMARY KEY (project, term, memory_id)
+);
+CREATE INDEX postings_memory ON postings (memory_id);
+CREATE TABLE chunks (
+    project text NOT NULL COLLATE "C",
+    memory_id bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    model text NOT NULL,
+    ordinal integer NOT NULL,
+    start integer NOT NULL,
+    heading text NOT NULL,
+    dimension integer NOT NULL,
+    embedding vector NOT NULL,
+    PRIMARY KEY (memory_id, model, ordinal)
+);
+CREATE INDEX chunks_project_model ON chunks (project, model);
+"""
+
+# The mark of the local index whose state the rows last took (``mirror.local_mark``): a process
+# whose local index has that mark has nothing to copy, without comparing every row.
+_MARK = "ALTER TABLE projects ADD COLUMN mark text NOT NULL DEFAULT '';"
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_projects_memories_postings_chunks", _CORE),
+    ("0002_project_marks", _MARK),
+]
+
+
+def migrate(conn: psycopg.Connection[object]) -> list[str]:
+    """Apply the migrations this database lacks (in one transaction, under an advisory lock); returns their names."""
+    applied: list[str] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS memrouter_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT name FROM memrouter_migrations")}  # type: ignore[index]
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO memrouter_migrations (name) VALUES (%s)", (name,))
+            applied.append(name)
+    return applied
+
+
+def hnsw_index(conn: psycopg.Connection[object], dimension: int) -> None:
+    """Make the HNSW index over chunks of one dimension (pgvector indexes a fixed dimension) if it is missing.
+
+    Inside the caller's transaction; concurrent pushes of new vectors of one dimension wait for each other here.
+    """
+    name = f"chunks_hnsw_{int(dimension)}"
+    if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() not in (None, (None,)):
+        return
+    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+    conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
+        f"((embedding::vector({int(dimension)})) vector_cosine_ops) WHERE dimension = {int(dimension)}".encode()
+    )

@@ -1,0 +1,143 @@
+"""The one place every statement is tied to its project.
+
+A read is written against ``{memories}``, ``{postings}`` and ``{chunks}``;
+``ProjectScope.sql`` replaces each with that table restricted to the scope's
+project and binds ``%(project)s`` itself, and refuses a statement that names
+a table directly. Writes are this class's methods, each keyed by the project.
+So no read or write of one project can see or touch another's rows
+(``tests/postgres/test_isolation.py`` tries every public operation).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memrouter.errors import InvalidInput
+from memrouter.pgindex.connect import Database
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["MEMORY_COLUMNS", "ProjectScope", "Writer"]
+
+TABLES = ("memories", "postings", "chunks")
+_SCOPED = {table: f"(SELECT * FROM {table} WHERE project = %(project)s)" for table in TABLES}
+_RAW = re.compile(r"\b(?:from|join|into|update)\s+(?:memories|postings|chunks|projects)\b", re.IGNORECASE)
+# The memory row's columns (``id`` and ``project`` aside), as the mirror copies them.
+MEMORY_COLUMNS = (
+    "name", "path", "hash", "size", "title", "tags", "channel", "kind", "scope", "status", "source", "author",
+    "confidence", "verified_by", "created", "updated", "valid_from", "valid_until", "supersedes", "superseded_by",
+    "expires", "anchors", "extra", "problems", "body", "length", "vectors",
+)  # fmt: skip
+
+
+class ProjectScope:
+    """One project's view of the database."""
+
+    def __init__(self, database: Database, project: str) -> None:
+        if not project or len(project) > 200:
+            raise InvalidInput("a project key must be 1 to 200 characters")
+        self.database = database
+        self.project = project
+
+    def sql(self, template: str) -> str:
+        """``template`` with each ``{table}`` restricted to this project; a table named directly is refused."""
+        if _RAW.search(template):
+            raise ValueError(f"unscoped statement: {template[:80]!r}")
+        return template.format(**_SCOPED)
+
+    def rows(self, template: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The rows of one read (a dict per row)."""
+        from psycopg.rows import dict_row
+
+        with self.database.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
+            cursor.execute(self.sql(template).encode(), {**(params or {}), "project": self.project})
+            return cursor.fetchall()
+
+    def mark(self) -> str:
+        """The mark of the local index the project's rows last matched ('' if none)."""
+        with self.database.connection() as conn:
+            row = conn.execute("SELECT mark FROM projects WHERE project = %s", (self.project,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def vector_indexes(self, dimensions: Iterable[int]) -> None:
+        """Make the HNSW index of each vector dimension that lacks one (shared by every project)."""
+        from memrouter.pgindex.schema import hnsw_index
+
+        for dimension in sorted(dimensions):
+            with self.database.connection() as conn, conn.transaction():
+                hnsw_index(conn, dimension)
+
+    def analyze(self) -> None:
+        """Refresh the planner's statistics of the shared tables (after a bulk change)."""
+        with self.database.connection() as conn:
+            conn.execute(b"ANALYZE memories, postings, chunks")
+
+    @contextmanager
+    def writing(self) -> Iterator[Writer]:
+        """One transaction over this project's rows, holding the project's advisory lock (writers queue)."""
+        with self.database.connection() as conn, conn.transaction():
+            conn.execute("INSERT INTO projects (project) VALUES (%s) ON CONFLICT (project) DO NOTHING", (self.project,))
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('memrouter:' || %s))", (self.project,))
+            yield Writer(conn, self)
+
+
+class Writer:
+    """The writes of one transaction, every one keyed by the scope's project."""
+
+    def __init__(self, conn: psycopg.Connection[Any], scope: ProjectScope) -> None:
+        self.conn = conn
+        self.scope = scope
+        self.project = scope.project
+
+    def states(self) -> dict[str, tuple[str, str]]:
+        """Every memory's name -> (content hash, the models whose vectors it has), read inside the transaction."""
+        cursor = self.conn.execute(
+            self.scope.sql("SELECT name, hash, vectors FROM {memories} m").encode(), {"project": self.project}
+        )
+        return {str(name): (str(digest), str(vectors)) for name, digest, vectors in cursor}
+
+    def delete(self, names: Sequence[str]) -> None:
+        """Drop these memories with their postings and chunks."""
+        if names:
+            self.conn.execute("DELETE FROM memories WHERE project = %s AND name = ANY(%s)", (self.project, list(names)))
+
+    def insert(self, rows: Sequence[Sequence[Any]]) -> dict[str, int]:
+        """Add memory rows (``MEMORY_COLUMNS`` order); returns name -> row id."""
+        with self.conn.cursor().copy(
+            f"COPY memories (project, {', '.join(MEMORY_COLUMNS)}) FROM STDIN".encode()
+        ) as copy:
+            for row in rows:
+                copy.write_row((self.project, *row))
+        cursor = self.conn.execute(
+            "SELECT name, id FROM memories WHERE project = %s AND name = ANY(%s)",
+            (self.project, [row[0] for row in rows]),
+        )
+        return {str(name): int(mid) for name, mid in cursor}
+
+    def postings(self, rows: Iterable[tuple[str, int, float]]) -> None:
+        """(term, memory id, weighted term frequency) rows."""
+        with self.conn.cursor().copy(b"COPY postings (project, term, memory_id, tf) FROM STDIN") as copy:
+            for term, memory_id, tf in rows:
+                copy.write_row((self.project, term, memory_id, tf))
+
+    def chunks(self, rows: Iterable[tuple[int, str, int, int, str, int, str]]) -> None:
+        """(memory id, model, ordinal, start, heading, dimension, vector text) rows."""
+        with self.conn.cursor().copy(
+            b"COPY chunks (project, memory_id, model, ordinal, start, heading, dimension, embedding) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row((self.project, *row))
+
+    def bump(self) -> None:
+        """Count one more change of this project's rows."""
+        self.conn.execute("UPDATE projects SET generation = generation + 1, pushed_at = now() WHERE project = %s",
+                          (self.project,))  # fmt: skip
+
+    def mark(self, mark: str) -> None:
+        """Record the mark of the local index the rows now match."""
+        self.conn.execute("UPDATE projects SET mark = %s WHERE project = %s", (mark, self.project))

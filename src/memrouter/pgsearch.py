@@ -1,0 +1,149 @@
+"""Search and listing from the PostgreSQL index (``[index] url``), the local index as the fallback.
+
+``PgSearch`` is ``CanonicalSearch`` with the candidates and listings coming
+from the project's rows in PostgreSQL (``memrouter.pgindex``): lexical BM25F
+and pgvector dense search run in the database, and fusion, time phrases,
+recency and hits work as over the local index. Before it reads, a search
+pushes what changed in the local index (which follows the files) to the
+database, so the rows follow the files. When PostgreSQL cannot be reached,
+the search runs over the local index instead, with a warning (``Router.warnings``),
+and the rows catch up on the first search after it is back. Writes always go
+to the files; nothing here writes a memory.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memrouter.errors import BackendUnavailable, ConfigError
+from memrouter.index import queries
+from memrouter.index.fusion import Ranked
+from memrouter.index.text import query_terms
+from memrouter.lazylog import LazyLogger
+from memrouter.model import Filters, MemorySummary
+from memrouter.pgindex.connect import Database
+from memrouter.pgindex.mirror import local_mark, push
+from memrouter.pgindex.scope import ProjectScope
+from memrouter.pgindex.store import PgIndex
+from memrouter.searching import CanonicalSearch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["RETRY_AFTER", "PgSearch", "publish"]
+
+log = LazyLogger(__name__)
+
+# After PostgreSQL failed, searches use the local index for this many seconds before trying it again
+# (a try against a server that is down costs up to ``connect.POOL_WAIT``).
+RETRY_AFTER = 30.0
+
+
+@dataclass
+class PgSearch(CanonicalSearch):
+    """A router's search over its project's rows in PostgreSQL (see the module docstring)."""
+
+    _store: PgIndex | None = None
+    _pushed: str | None = None  # the local index's mark when this process last pushed
+    _retry_at: float = 0.0
+
+    def store(self) -> PgIndex:
+        """The project's rows, brought in step with the local index first."""
+        if time.monotonic() < self._retry_at:
+            raise BackendUnavailable("PostgreSQL failed moments ago")
+        if self._store is None:
+            url = self.config.index.url
+            if not url:
+                raise ConfigError("no database configured: set [index] url or MEMROUTER_DATABASE_URL")
+            self._store = PgIndex(Database(url), self.config.project_key)
+        mark = local_mark(self.conn)
+        if mark != self._pushed:
+            if self._store.scope.mark() != mark:  # another process of this index may have copied it already
+                push(self.conn, self._store.scope)
+            self._pushed = mark
+        return self._store
+
+    def _fell_back(self, exc: BackendUnavailable) -> None:
+        message = f"PostgreSQL index unavailable, searching the local index: {exc}"
+        log.warning("%s", message)
+        warnings = self.index.file.warnings
+        if message not in warnings:
+            warnings.append(message)
+        self._pushed = None  # push again once it is back
+        self._retry_at = time.monotonic() + RETRY_AFTER
+
+    def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
+        try:
+            listed = self.store().summaries(filters)
+        except BackendUnavailable as exc:
+            self._fell_back(exc)
+            return super().summaries(filters)
+        root = self.config.root
+        return [replace(summary, path=str(root / summary.path)) for summary in listed]  # the path here
+
+    def database_status(self) -> dict[str, object] | None:
+        from memrouter.config import redacted_url
+
+        state: dict[str, object] = {
+            "url": redacted_url(self.config.index.url or ""),
+            "project": self.config.project_key,
+        }
+        try:
+            state |= {"available": True, "memories": self.store().count()}
+        except BackendUnavailable as exc:
+            self._fell_back(exc)
+            state |= {"available": False, "error": str(exc)}
+        return state
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.database.close()
+            self._store = None
+
+    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
+        try:
+            lists = self._from_database(query, mode, filters, pool)
+        except BackendUnavailable as exc:
+            self._fell_back(exc)
+            return super()._candidates(query, mode, filters, pool)
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # the graph stays local
+            lists["graph"] = self.index.graph.search(
+                self.conn, query, filters, pool, self.index.lexical.allowed, lists["lexical"]
+            )
+        return lists
+
+    def _from_database(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
+        store = self.store()
+        within = None if filters.within is None else queries.names_of(self.conn, filters.within)
+        found: dict[str, builtins.list[tuple[str, float, str | None, int | None]]] = {}
+        if mode in ("hybrid", "lexical"):
+            found["lexical"] = [
+                (name, score, None, None) for name, score in store.lexical(query_terms(query), filters, pool, within)
+            ]
+        if mode in ("hybrid", "semantic"):
+            dense = self.index.dense
+            vector = dense.embed_query(query).tolist()
+            found["dense"] = [
+                (hit.name, hit.score, hit.detail, hit.offset)
+                for hit in store.dense(vector, dense.model_id, filters, pool, within)
+            ]
+        ids = queries.ids_of(self.conn, sorted({item[0] for items in found.values() for item in items}))
+        return {
+            key: [Ranked(ids[name], score, detail, offset) for name, score, detail, offset in items if name in ids]
+            for key, items in found.items()
+        }
+
+
+def publish(conn: sqlite3.Connection, url: str | None, project: str) -> dict[str, Any]:
+    """Push the local index ``conn`` to the database ``url`` as ``project``'s rows; what changed."""
+    if not url:
+        raise ConfigError("no database given: use --database URL, [index] url or MEMROUTER_DATABASE_URL")
+    database = Database(url)
+    try:
+        return push(conn, ProjectScope(database, project)).to_dict()
+    finally:
+        database.close()
