@@ -239,3 +239,21 @@ def test_every_retriever_leaves_out_what_is_retired(tmp_path: Path) -> None:
         assert {m.retriever for m in hits[0].why} >= {"lexical", "dense"}
         history = router.search("ADR-007 queues RabbitMQ", mode="hybrid", include_history=True)
         assert "adr-007-queues" in [hit.name for hit in history]
+
+
+def test_one_sprint_memory_is_archived_in_place_and_only_a_sprint_memory(router: Router) -> None:
+    from memrouter.errors import Conflict, InvalidInput
+
+    router.lifecycle.start("s9", weeks=1, goal=None)
+    note = router.save("# Spike\n\nTried a bloom filter; too many false positives.\n", kind="research")
+    with pytest.raises(Conflict, match="changed since"):
+        router.archive(note.name, expected_hash="0" * 64)
+    archived = router.archive(note.name, expected_hash=note.hash)
+    assert archived.status == "archived" and archived.body == note.body
+    assert note.name not in [hit.name for hit in router.search("bloom filter")]
+    assert note.name in [hit.name for hit in router.search("bloom filter", include_archived=True)]
+    with pytest.raises(Conflict, match="archived already"):
+        router.archive(note.name)
+    kept = router.save("# Logging\n\nLogs go to the collector.\n", "logging", channel="long_term")
+    with pytest.raises(InvalidInput, match="only sprint memories"):
+        router.archive(kept.name)

@@ -202,6 +202,23 @@ def test_sprint_board_promotes_through_the_router(client: TestClient, router: Ro
     assert "promote" in [entry.op for entry in router.audit(name=memory.name)]
 
 
+def test_sprint_board_archives_through_the_router_at_the_hash_shown(client: TestClient, router: Router) -> None:
+    router.lifecycle.start("2026-w48", weeks=2, goal=None)
+    memory = router.save("# Dead end\n\nThe queue rewrite went nowhere.\n", kind="research")
+    page = client.get("/timeline")
+    assert f"Archive {memory.name}" in page.text.split('class="sprint-board"', 1)[1].split("</ul>", 1)[0]
+    form = {"csrf": _csrf(page.text), "name": memory.name, "expected_hash": "f" * 64}
+    assert client.post("/sprint/archive", data=form).status_code == 409  # changed since the page was read
+    assert client.post("/sprint/archive", data={**form, "csrf": "forged"}).status_code == 403
+    assert router.get(memory.name).status == "active"
+    done = client.post("/sprint/archive", data={**form, "expected_hash": memory.hash}, follow_redirects=False)
+    assert done.status_code == 303 and router.get(memory.name).status == "archived"
+    assert f"Archive {memory.name}" not in client.get("/timeline").text
+    assert (
+        client.post("/sprint/archive", data={**form, "expected_hash": router.get(memory.name).hash}).status_code == 409
+    )
+
+
 def test_memory_page_shows_its_sync_state_per_service(project: tuple[Path, Path, str], tmp_path: Path) -> None:
     (project[0] / "memrouter.toml").write_text('[backends.forgetful]\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 1\n')
     with Router.open(root=project[1], index_dir=tmp_path / "idx2", watch=False) as router:

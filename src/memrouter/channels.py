@@ -279,6 +279,24 @@ class Lifecycle:
             plan = self._plan(source, None if target is None else validate_name(target), why, merge=merge)
             return self._promote(plan, merge=merge)
 
+    def archive(self, name: str, *, expected_hash: str | None = None) -> Memory:
+        """Archive one sprint memory in place (``status: archived``), as ``close`` does with the rest:
+        kept in the file and in ``search --archived``, out of default results. ``Conflict`` when it
+        changed since ``expected_hash`` or is promoted, superseded, invalidated or archived already."""
+        from memrouter.store.names import validate_name
+
+        source = validate_name(name, strict=False)
+        with self.lock, self.store.lock(LIFECYCLE_LOCK):
+            memory = self.store.read(source)
+            if memory.channel != "sprint":
+                raise InvalidInput(
+                    f"memory {source!r} is in the {memory.channel} channel; only sprint memories are archived"
+                )
+            _check_promotable(memory)
+            if memory.status == "archived":
+                raise Conflict(f"memory {source!r} is archived already")
+            return self._update(source, {"status": "archived"}, expected_hash=expected_hash)
+
     def _plan(self, source: str, target: str | None, reason: str, *, merge: bool) -> Promotion:
         """Check a promotion without writing; ``Conflict`` on a duplicate unless ``merge``."""
         from memrouter.writing import check_text
@@ -381,12 +399,17 @@ class Lifecycle:
                 changes["valid_until"] = now
             return self._update(memory.name, changes)
 
-    def _update(self, name: str, changes: dict[str, Any], *, record: bool = False) -> Memory:
-        """Set front-matter keys of one memory under its lock, from the read to the rename."""
+    def _update(
+        self, name: str, changes: dict[str, Any], *, record: bool = False, expected_hash: str | None = None
+    ) -> Memory:
+        """Set front-matter keys of one memory under its lock, from the read to the rename
+        (``Conflict`` if it is no longer at ``expected_hash``)."""
         from memrouter.store import frontmatter
 
         with self.store.lock(name):
             memory = self.store.read(name)
+            if expected_hash is not None and memory.hash != expected_hash:
+                raise Conflict(f"memory {name!r} changed since it was read; read it again and retry")
             text = frontmatter.update(memory.text, changes)
             written = self.store.write(memory.name, text, expected_hash=memory.hash, record=record)
             self.index.index_written(written)

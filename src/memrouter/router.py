@@ -435,6 +435,10 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``."""
         return self.lifecycle.promote(name, to=to, reason=reason, target=target, merge=merge)
 
+    def archive(self, name: str, *, expected_hash: str | None = None) -> Memory:
+        """Archive one sprint memory in place (``status: archived``); see ``Lifecycle.archive``."""
+        return self.lifecycle.archive(name, expected_hash=expected_hash)
+
     def escalate(
         self, summary: str, team_context: dict[str, Any] | None = None, *, title: str | None = None,
         author: str | None = None,

@@ -76,6 +76,18 @@ def close(
     emit(fmt, done.to_dict(), text)
 
 
+@sprint.command("archive")
+@click.argument("name")
+@click.option("--expected-hash", default=None, help="Archive only if the memory still has this content hash.")
+@FORMAT
+@pass_state
+@handle_errors
+def archive(state: State, name: str, expected_hash: str | None, fmt: str) -> None:
+    """Archive sprint memory NAME now (status: archived), as sprint close does with the rest."""
+    done = state.router().archive(name, expected_hash=expected_hash)
+    emit(fmt, done.to_dict(content=False), lambda: f"archived {done.name}")
+
+
 @click.command()
 @click.argument("name")
 @click.option("--reason", required=True, help="Why it is long-term knowledge now.")

@@ -121,6 +121,18 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     return RedirectResponse("/timeline", status_code=303)
 
 
+def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Archive a sprint memory through ``Router.archive``, at the hash the page showed (303 back to the timeline)."""
+    from starlette.responses import RedirectResponse
+
+    from memrouter.audit import acting_as
+
+    name, actor = _named(ui, form)
+    with acting_as(actor):
+        ui.router.archive(name, expected_hash=form.get("expected_hash") or None)
+    return RedirectResponse("/timeline", status_code=303)
+
+
 def edit_form(ui: UiContext, request: Request) -> Response:
     """A memory's whole text (front matter included) in a form, with the hash it was read at."""
     memory = ui.router.get(request.path_params["name"])

@@ -139,6 +139,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         Route("/review/approve", bound_post(actions.approve), methods=["POST"]),
         Route("/review/reject", bound_post(actions.reject), methods=["POST"]),
         Route("/sprint/promote", bound_post(actions.promote), methods=["POST"]),
+        Route("/sprint/archive", bound_post(actions.archive), methods=["POST"]),
         Route("/edit/{name:path}", bound(actions.edit_form)),
         Route("/edit", bound_post(actions.edit), methods=["POST"]),
         Route("/team", bound(live.team)),
