@@ -23,7 +23,7 @@ Printed per set: recall@5 and MRR@10 of lexical, semantic, equal-weight RRF,
 the fixed default (dense 0.1), the held-out adaptive rule, and the rule with
 the parameters fitted on all sets (what the code uses).
 
-    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR]
+    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR] [--embedder minilm-int8]
 """
 
 from __future__ import annotations
@@ -72,9 +72,18 @@ def lists_for(router: Router, query: str) -> tuple[list[str], list[str], float]:
     return [names[r.memory_id] for r in lexical], [names[r.memory_id] for r in dense], coverage
 
 
+EMBEDDER = "minilm"
+
+
+def load(root: Path, index_dir: Path) -> Config:
+    from dataclasses import replace
+
+    return replace(Config.load(root=root, index_dir=index_dir), embedder=EMBEDDER)
+
+
 def collect_golden(name: str, root: Path, golden: Path, work: Path) -> list[Record]:
     records = []
-    with Router(Config.load(root=root, index_dir=work / name), watch=False) as router:
+    with Router(load(root, work / name), watch=False) as router:
         router.refresh(embed=True)
         for query in load_golden(golden):
             lexical, dense, coverage = lists_for(router, query.query)
@@ -94,7 +103,7 @@ def collect_locomo(conversations: int, work: Path) -> list[Record]:
         root = work / "locomo" / sample["sample_id"] / "memories"
         root.mkdir(parents=True, exist_ok=True)
         write_conversation(sample, root)
-        config = Config.load(root=root, index_dir=work / "locomo" / sample["sample_id"] / "index")
+        config = load(root, work / "locomo" / sample["sample_id"] / "index")
         with Router(config, watch=False) as router:
             router.refresh(embed=True)
             for qa in sample["qa"]:
@@ -165,7 +174,12 @@ def main() -> None:
     parser.add_argument("--locomo", type=int, default=3, help="LoCoMo conversations (0: none)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/memrouter-fusion-cache"))
     parser.add_argument("--recollect", action="store_true", help="rebuild the cached lists")
+    parser.add_argument("--embedder", default="minilm", help="the dense model (minilm, minilm-int8, ...)")
     args = parser.parse_args()
+    global EMBEDDER
+    EMBEDDER = args.embedder
+    if args.embedder != "minilm":  # each model's lists are cached apart
+        args.cache = args.cache / args.embedder
 
     if args.recollect and args.cache.exists():
         shutil.rmtree(args.cache)

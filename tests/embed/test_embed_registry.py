@@ -22,7 +22,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_builtin_names() -> None:
     names = available_embedders()
-    for name in ("minilm", "minilm-onnx", "minilm-numpy", "sentence-transformers", "hash"):
+    for name in ("minilm", "minilm-onnx", "minilm-numpy", "minilm-int8", "sentence-transformers", "hash"):
         assert name in names
 
 

@@ -126,3 +126,23 @@ def test_onnx_graph_is_built_once_and_cached(tmp_path: Path) -> None:
     second = cached_onnx_model(weights, tmp_path)
     assert second == first and second.stat().st_mtime_ns == stamp
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, "hashes.json"])
+
+
+def test_the_int8_copy_keeps_the_vectors_close_under_its_own_model_id(
+    minilm_onnx: BertEmbedderBase, onnx_cache: Path
+) -> None:
+    from memrouter.embed import get_embedder
+
+    int8 = get_embedder("minilm-int8", cache_dir=onnx_cache)
+    assert int8.model_id == "all-MiniLM-L6-v2-int8" != minilm_onnx.model_id  # vectors never mix
+    texts = [text for text in TEXTS if text] + [p.read_text(encoding="utf-8")[:1500] for p in _corpus_sample()]
+    cosines = np.sum(int8.embed_batch(texts) * minilm_onnx.embed_batch(texts), axis=1)
+    assert cosines.min() >= 0.97 and cosines.mean() >= 0.99
+    assert sorted(p.name for p in onnx_cache.glob("*-int8.onnx"))  # made once, beside the fp32 graph
+    again = get_embedder("minilm-int8", cache_dir=onnx_cache)
+    np.testing.assert_allclose(again.embed_batch(texts[:3]), int8.embed_batch(texts[:3]), atol=1e-6)
+
+
+def _corpus_sample() -> list[Path]:
+    """Real memories from the repository's examples."""
+    return sorted((Path(__file__).resolve().parents[2] / "examples" / "memories").rglob("*.md"))[:12]

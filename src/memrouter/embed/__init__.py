@@ -130,6 +130,9 @@ EMBEDDERS = Registry(
             "memrouter.embed.loaders:load_minilm_onnx", f"pip install onnxruntime onnx && {MODEL_HINT}"
         ),
         "minilm-numpy": Builtin("memrouter.embed.loaders:load_minilm_numpy", MODEL_HINT),
+        "minilm-int8": Builtin(
+            "memrouter.embed.loaders:load_minilm_int8", f"pip install onnxruntime onnx && {MODEL_HINT}"
+        ),
         "sentence-transformers": Builtin(
             "memrouter.embed.sbert:load_sentence_transformer", f"pip install 'memrouter[torch]' && {MODEL_HINT}"
         ),

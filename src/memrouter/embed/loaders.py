@@ -37,6 +37,11 @@ def load_minilm_onnx(*, model_path: Path | str | None = None, **options: Any) ->
         raise NotInstalled("minilm-onnx", f"a dependency is missing ({exc.name}); {MODEL_HINT}") from exc
 
 
+def load_minilm_int8(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
+    """all-MiniLM-L6-v2 quantised to int8 on onnxruntime (its own model id: its vectors differ a little)."""
+    return load_minilm_onnx(model_path=model_path, quantized=True, **options)
+
+
 def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
     """all-MiniLM-L6-v2 as a numpy forward pass (needs only numpy and tokenizers)."""
     path = resolve_model_path(model_path)
