@@ -213,6 +213,11 @@ def quantized_onnx_model(fp32_path: Path) -> Path:
         raise NotInstalled("minilm-int8", "pip install onnx onnxruntime") from exc
     handle, temporary = tempfile.mkstemp(dir=fp32_path.parent, prefix=".quantizing-", suffix=".onnx")
     os.close(handle)
+    import logging
+
+    root = logging.getLogger()
+    advice = _DropAdvice()  # the quantiser advises "pre-processing" on the root logger: not for our users
+    root.addFilter(advice)
     try:
         quantize_dynamic(
             str(fp32_path), temporary, weight_type=QuantType.QInt8, per_channel=True,
@@ -223,7 +228,16 @@ def quantized_onnx_model(fp32_path: Path) -> Path:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    finally:
+        root.removeFilter(advice)
     return target
+
+
+class _DropAdvice:
+    """A logging filter dropping onnxruntime's advice to pre-process a model before quantising it."""
+
+    def filter(self, record: Any) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
 
 
 def _weights_key(weights_path: Path, cache_dir: Path) -> str:
