@@ -244,3 +244,18 @@ def test_edit_saves_through_the_router_as_the_person(client: TestClient, router:
     assert "under 72 characters" in after.text and "\r" not in after.text
     entry = router.audit(name="conventions/commits")[-1]
     assert entry.actor == "user:Reviewer Rita" and entry.before == before.hash and entry.after == after.hash
+
+
+def test_health_shows_background_embedding_progress(project: tuple[Path, Path, str], tmp_path: Path) -> None:
+    import time
+
+    (project[0] / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n', encoding="utf-8")
+    with Router.open(root=project[1], index_dir=tmp_path / "idx-bg", watch=False) as router:
+        client = TestClient(create_app(router), base_url=BASE)
+        assert "in the background" not in client.get("/health").text
+        router.embed_in_background()
+        deadline = time.monotonic() + 60  # a liveness bound, not a speed test
+        while router.status()["dense"]["pending_memories"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        page = client.get("/health").text
+    assert "0 waiting" in page and "in the background:" in page and "so far" in page
