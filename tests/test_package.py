@@ -43,7 +43,8 @@ ALLOWED = {
     "store": (*BASE, "memrouter.store"),
     "embed": (*BASE, "memrouter.embed"),
     "index": (*BASE, "memrouter.index", "memrouter.store", "memrouter.embed"),
-    "backends": (*BASE, "memrouter.backends", "memrouter.store"),
+    # The Graphiti backend writes memrouter's graph (read from the memory text) and embeds with memrouter's embedder.
+    "backends": (*BASE, "memrouter.backends", "memrouter.store", "memrouter.index.graph_extract", "memrouter.embed"),
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
     "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),

@@ -78,7 +78,7 @@ class ExternalServices:
             return hits
         synced = self._indexed(
             lambda: {
-                name: mapped_remote_ids(self._conn(), name, [hit.remote_id for hit in found])
+                name: mapped_remote_ids(self._conn(), name, [rid for hit in found for rid in hit.mapped_ids])
                 for name, found in external.items()
             }
         )
