@@ -115,12 +115,16 @@ def test_an_invalidated_memory_ends_its_edges_and_leaves_present_search(falkordb
         episode = episode_uuid("lifecycle", "decisions/db")
         before = backend.call(backend.store.edges_of(episode))
         assert len(before) == 2 and all(edge["invalid_at"] is None for edge in before)
+        assert all(edge["valid_at"] for edge in before)  # the record time: no front matter, so the first commit
         found = backend.search("quokka dumps", 10)
         assert any(hit.origin_id == episode for hit in found) and any(hit.remote_id == episode for hit in found)
 
         router.invalidate("decisions/db", "moved to the ledger service")
+        (root / "infra" / "restores.md").write_text("# Restores\n\nRestore drills monthly.\n", encoding="utf-8")
+        drift = router.validate()[0]  # in sync: README.md and two unchanged memories
+        assert (drift.in_sync, drift.stale, drift.missing, drift.orphaned) == (3, 1, 1, 0)
         report = router.sync()[0]
-        assert report.ok and report.updated == ["decisions/db"]
+        assert report.ok and report.updated == ["decisions/db"] and report.created == ["infra/restores"]
         after = backend.call(backend.store.edges_of(episode))
         assert {edge["uuid"] for edge in after} == {edge["uuid"] for edge in before}  # ended, not deleted
         assert all(edge["invalid_at"] is not None and edge["expired_at"] is not None for edge in after)
@@ -130,10 +134,13 @@ def test_an_invalidated_memory_ends_its_edges_and_leaves_present_search(falkordb
 
         # a deleted memory: its episode is marked obsolete, never deleted
         (root / "infra" / "postgres.md").unlink()
+        assert router.validate()[0].orphaned == 1
         gone = router.sync()[0]
         assert gone.ok and gone.obsoleted == ["infra/postgres"]
         kept = backend.get(episode_uuid("lifecycle", "infra/postgres"))
         assert kept.is_obsolete and "deleted" in (kept.obsolete_reason or "")
+        final = router.validate(check_remote=True)[0]
+        assert (final.in_sync, final.stale, final.missing, final.orphaned) == (4, 0, 0, 0)
         assert_no_model_called(backend)
 
 
@@ -159,6 +166,17 @@ def test_graphiti_adds_what_the_files_lack_and_drops_our_own_copies(falkordb: Fa
         ours = router.search("nightly quokka dumps", limit=10)
         assert [hit.source for hit in ours if hit.source == "graphiti"] == []
         assert {hit.name for hit in ours} >= {"infra/backups", "decisions/db"}
+
+        # FalkorDB down: the files still answer, and the failure is probed once, then cached
+        falkordb.stop()
+        backend = graph_backend(router)
+        backend.health.check(force=True)
+        probes = backend.health.probes
+        for _ in range(5):
+            down = router.search("nightly quokka dumps", limit=10)
+            assert down and all(hit.source == "canonical" for hit in down)
+        assert backend.health.probes == probes and backend.available() is False
+        assert router.sync()[0].error is not None  # sync says the service is unavailable, changes nothing
 
 
 def test_killing_falkordb_mid_sync_then_rerunning_converges_without_duplicates(

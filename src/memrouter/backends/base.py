@@ -136,6 +136,8 @@ class MemoryDraft:
 
     ``source_files`` and ``keywords`` are tuples so drafts stay hashable and
     comparable; backends clip or reject what their service cannot take.
+    ``recorded_at`` is the memory's record time (ISO; its ``created``, from
+    git when the front matter has none), for services that keep time.
     """
 
     title: str
@@ -148,6 +150,7 @@ class MemoryDraft:
     source_files: tuple[str, ...] = ()
     source_url: str | None = None
     confidence: float | None = None
+    recorded_at: str | None = None
 
     @property
     def hash(self) -> str:

@@ -6,8 +6,8 @@ turns memrouter's knowledge graph for it (``memrouter.index.graph_extract``)
 into plain records:
 
 - one episode: the file text, ``source_description`` = ``memrouter:<name>``,
-  ``valid_at`` from the memory's record time (``valid_from``, else
-  ``created``, else ``updated``);
+  ``valid_at`` from the memory's record time (``valid_from``, else the
+  draft's ``recorded_at``, else ``created``, else ``updated``);
 - one entity for the memory itself and one per key its edges point at;
 - one edge per typed reference, whose ``fact`` is the line it was read from,
   ``valid_at`` the memory's and ``invalid_at`` its ``valid_until``; a memory
@@ -134,7 +134,8 @@ def plan_memory(draft: MemoryDraft, group: str, *, now: datetime | None = None) 
     name = memory_name(draft)
     memory = parse_memory(name, f"{name}.md", draft.content)
     moment = now or datetime.now(UTC)
-    valid_at = parse_time(memory.valid_from) or parse_time(memory.created) or parse_time(memory.updated)
+    valid_at = parse_time(memory.valid_from) or parse_time(draft.recorded_at) or parse_time(memory.created)
+    valid_at = valid_at or parse_time(memory.updated)
     invalid_at = parse_time(memory.valid_until)
     expired_at = None
     if memory.status in _INVALID_STATUSES:

@@ -29,6 +29,7 @@ from graphiti_core.llm_client.client import LLMClient
 from graphiti_core.nodes import EntityNode, EpisodeType, EpisodicNode
 from graphiti_core.search.search_config_recipes import COMBINED_HYBRID_SEARCH_RRF
 from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
+from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 
 from memrouter.backends.graphiti_plan import MemoryPlan
 
@@ -151,32 +152,36 @@ class GraphitiStore:
         vectors = await self.embedder.create_batch(
             [entity.name for entity in plan.entities] + [edge.fact for edge in plan.edges]
         )
-        for entity, vector in zip(plan.entities, vectors, strict=False):
-            node = EntityNode(uuid=entity.uuid, name=entity.name, group_id=plan.group, labels=["Entity"],
-                              summary=entity.key, created_at=now, name_embedding=vector)  # fmt: skip
-            await node.save(self.driver)
+        entities = [
+            EntityNode(uuid=entity.uuid, name=entity.name, group_id=plan.group, labels=["Entity"],
+                       summary=entity.key, created_at=now, name_embedding=vector)
+            for entity, vector in zip(plan.entities, vectors, strict=False)
+        ]  # fmt: skip
         episode = EpisodicNode(
             uuid=plan.episode_uuid, name=plan.title, group_id=plan.group, source=EpisodeType.text,
             source_description=plan.source_description, content=plan.content, valid_at=plan.valid_at or now,
             entity_edges=[edge.uuid for edge in plan.edges], created_at=now,
         )  # fmt: skip
-        await episode.save(self.driver)
+        mentions = [
+            EpisodicEdge(uuid=_mention_uuid(plan.episode_uuid, entity.uuid), group_id=plan.group,
+                         source_node_uuid=plan.episode_uuid, target_node_uuid=entity.uuid, created_at=now)
+            for entity in plan.entities
+        ]  # fmt: skip
+        edges = [
+            EntityEdge(
+                uuid=edge.uuid, group_id=plan.group, source_node_uuid=edge.source, target_node_uuid=edge.target,
+                created_at=now, name=edge.name, fact=edge.fact, fact_embedding=vector, episodes=[plan.episode_uuid],
+                valid_at=edge.valid_at, invalid_at=edge.invalid_at, expired_at=edge.expired_at,
+            )
+            for edge, vector in zip(plan.edges, vectors[len(plan.entities) :], strict=False)
+        ]  # fmt: skip
+        # Graphiti's own batched save (UNWIND queries; no LLM): MERGE by uuid, so a re-run overwrites
+        await add_nodes_and_edges_bulk(self.driver, [episode], mentions, entities, edges, self.embedder)
         if plan.invalid_at is not None and plan.invalid_at <= now:
             await self._query(
                 "MATCH (n:Episodic {uuid: $uuid}) SET n.memrouter_invalid_at = $at", uuid=plan.episode_uuid,
                 at=plan.invalid_at,
             )  # fmt: skip
-        for entity in plan.entities:
-            mention = EpisodicEdge(uuid=_mention_uuid(plan.episode_uuid, entity.uuid), group_id=plan.group,
-                                   source_node_uuid=plan.episode_uuid, target_node_uuid=entity.uuid, created_at=now)  # fmt: skip
-            await mention.save(self.driver)
-        for edge, vector in zip(plan.edges, vectors[len(plan.entities) :], strict=False):
-            saved = EntityEdge(
-                uuid=edge.uuid, group_id=plan.group, source_node_uuid=edge.source, target_node_uuid=edge.target,
-                created_at=now, name=edge.name, fact=edge.fact, fact_embedding=vector, episodes=[plan.episode_uuid],
-                valid_at=edge.valid_at, invalid_at=edge.invalid_at, expired_at=edge.expired_at,
-            )  # fmt: skip
-            await saved.save(self.driver)
         await self._expire_others(plan.episode_uuid, [edge.uuid for edge in plan.edges], now)
 
     async def _expire_others(self, episode: str, keep: Iterable[str], now: datetime) -> None:
@@ -235,12 +240,7 @@ class GraphitiStore:
 
     async def search(self, query: str, limit: int, *, present: bool = True) -> list[FoundItem]:
         """Graphiti's hybrid search (BM25 + cosine, RRF) over facts and episodes of the group."""
-        await self.ensure_indices()
-        config = COMBINED_HYBRID_SEARCH_RRF.model_copy(update={"limit": limit})
-        now = datetime.now(UTC)
-        found = await self.graphiti.search_(
-            query, config=config, group_ids=[self.group], search_filter=_present(now) if present else None
-        )
+        found = await self.raw_search(query, limit, present=present)
         origins = {uuid for edge in found.edges for uuid in edge.episodes[:1]}
         info = await self._episode_info(sorted(origins | {ep.uuid for ep in found.episodes}))
         episodes: dict[str, FoundItem] = {}
@@ -260,6 +260,15 @@ class GraphitiStore:
                                    origin, edge.valid_at, edge.invalid_at))  # fmt: skip
         items.sort(key=lambda item: -item.score)
         return items[:limit]
+
+    async def raw_search(self, query: str, limit: int, *, present: bool = True) -> Any:
+        """Graphiti's own ``search_`` with the hybrid RRF recipe, in this group (its ``SearchResults``)."""
+        await self.ensure_indices()
+        config = COMBINED_HYBRID_SEARCH_RRF.model_copy(update={"limit": limit})
+        now = datetime.now(UTC)
+        return await self.graphiti.search_(
+            query, config=config, group_ids=[self.group], search_filter=_present(now) if present else None
+        )
 
     async def _mentioning(self, found: Any, limit: int) -> list[FoundItem]:
         """Episodes that mention the best entities found, scored just under their entity."""
