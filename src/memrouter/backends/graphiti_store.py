@@ -14,6 +14,7 @@ next save; a search filtered to the present leaves such episodes out.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -123,6 +124,9 @@ class GraphitiStore:
     """One Graphiti client on one FalkorDB graph (the group); every method is a coroutine."""
 
     def __init__(self, host: str, port: int, group: str, embedder: Any, password: str | None = None) -> None:
+        # The driver logs every failed query with its parameters (whole vectors) at ERROR; memrouter
+        # reports the failure itself (a warning, the backend's last error in status).
+        logging.getLogger("graphiti_core.driver.falkordb_driver").setLevel(logging.CRITICAL)
         self.group = group
         self.llm = NoLLM()
         self.reranker = NoReranker()
@@ -239,24 +243,27 @@ class GraphitiStore:
         return result
 
     async def search(self, query: str, limit: int, *, present: bool = True) -> list[FoundItem]:
-        """Graphiti's hybrid search (BM25 + cosine, RRF) over facts and episodes of the group."""
+        """Graphiti's hybrid search (BM25 + cosine, RRF) over facts and episodes of the group.
+
+        Beside Graphiti's own episode hits come the episodes that mention the
+        best entities found (one more query, which also says which episode
+        hits belong to retired memories: a present search leaves those out).
+        """
         found = await self.raw_search(query, limit, present=present)
-        origins = {uuid for edge in found.edges for uuid in edge.episodes[:1]}
-        info = await self._episode_info(sorted(origins | {ep.uuid for ep in found.episodes}))
         episodes: dict[str, FoundItem] = {}
         for position, episode in enumerate(found.episodes):
             score = _score(found.episode_reranker_scores, position)
             episodes[episode.uuid] = FoundItem(episode.uuid, "episode", episode.name, episode.content, score,
                                                episode.source_description)  # fmt: skip
-        for item in await self._mentioning(found, limit):  # the episodes that name the entities found
+        mentioning, ended = await self._around(found, limit)
+        for item in mentioning:
             if item.uuid not in episodes or episodes[item.uuid].score < item.score:
                 episodes[item.uuid] = item
-        items = [item for item in episodes.values() if not (present and info.get(item.uuid, ("", None))[1])]
+        items = [item for item in episodes.values() if not (present and item.uuid in ended)]
         for position, edge in enumerate(found.edges):
             origin = edge.episodes[0] if edge.episodes else None
-            source = info.get(origin or "", ("", None))[0]
             items.append(FoundItem(edge.uuid, "fact", edge.fact[:200], edge.fact,
-                                   _score(found.edge_reranker_scores, position), f"fact of {source or 'an episode'}",
+                                   _score(found.edge_reranker_scores, position), f"fact of episode {origin}",
                                    origin, edge.valid_at, edge.invalid_at))  # fmt: skip
         items.sort(key=lambda item: -item.score)
         return items[:limit]
@@ -270,32 +277,28 @@ class GraphitiStore:
             query, config=config, group_ids=[self.group], search_filter=_present(now) if present else None
         )
 
-    async def _mentioning(self, found: Any, limit: int) -> list[FoundItem]:
-        """Episodes that mention the best entities found, scored just under their entity."""
+    async def _around(self, found: Any, limit: int) -> tuple[list[FoundItem], set[str]]:
+        """The episodes that mention the best three entities found (scored just under their entity),
+        and which of Graphiti's episode hits belong to retired memories; one round trip."""
         scores = {node.uuid: _score(found.node_reranker_scores, i) for i, node in enumerate(found.nodes[:3])}
-        if not scores:
-            return []
+        if not scores and not found.episodes:
+            return [], set()
         rows = await self._query(
-            "MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity) WHERE n.uuid IN $uuids AND "
-            "ep.memrouter_obsolete IS NULL AND ep.memrouter_invalid_at IS NULL RETURN n.uuid AS entity, "
-            "ep.uuid AS uuid, ep.name AS name, ep.content AS content, ep.source_description AS source LIMIT $limit",
-            uuids=list(scores), limit=limit,
+            "MATCH (ep:Episodic) WHERE ep.uuid IN $episodes AND (ep.memrouter_obsolete IS NOT NULL OR "
+            "ep.memrouter_invalid_at IS NOT NULL) RETURN ep.uuid AS uuid, NULL AS entity, NULL AS name, "
+            "NULL AS content, NULL AS source "
+            "UNION ALL MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity) WHERE n.uuid IN $nodes AND "
+            "ep.memrouter_obsolete IS NULL AND ep.memrouter_invalid_at IS NULL RETURN ep.uuid AS uuid, "
+            "n.uuid AS entity, ep.name AS name, ep.content AS content, ep.source_description AS source",
+            episodes=[ep.uuid for ep in found.episodes], nodes=list(scores),
         )  # fmt: skip
-        return [
+        ended = {str(r["uuid"]) for r in rows if r["entity"] is None}
+        mentioning = [
             FoundItem(str(r["uuid"]), "episode", str(r["name"] or ""), str(r["content"] or ""),
                       scores[str(r["entity"])] * 0.99, str(r["source"] or ""))
-            for r in rows
-        ]  # fmt: skip
-
-    async def _episode_info(self, uuids: list[str]) -> dict[str, tuple[str, str | None]]:
-        if not uuids:
-            return {}
-        rows = await self._query(
-            "MATCH (n:Episodic) WHERE n.uuid IN $uuids RETURN n.uuid AS uuid, n.source_description AS source, "
-            "coalesce(n.memrouter_obsolete, n.memrouter_invalid_at) AS ended",
-            uuids=uuids,
-        )
-        return {str(r["uuid"]): (str(r["source"] or ""), r["ended"]) for r in rows}
+            for r in rows if r["entity"] is not None
+        ][:limit]  # fmt: skip
+        return mentioning, ended
 
     async def close(self) -> None:
         await self.driver.close()
