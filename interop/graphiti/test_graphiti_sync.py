@@ -110,8 +110,11 @@ def test_an_invalidated_memory_ends_its_edges_and_leaves_present_search(falkordb
     root = make_project(tmp_path, falkordb.port, "lifecycle")
     write_memories(root)
     with Router.open(root=root, watch=False) as router:
-        assert router.sync()[0].ok
         backend = graph_backend(router)
+        planned = router.sync(dry_run=True)[0]
+        assert len(planned.created) == 4 and planned.remote_calls == 0  # README.md and the three memories
+        assert backend.call(backend.store.counts()) == {"episodes": 0, "entities": 0, "edges": 0}
+        assert router.sync()[0].ok
         episode = episode_uuid("lifecycle", "decisions/db")
         before = backend.call(backend.store.edges_of(episode))
         assert len(before) == 2 and all(edge["invalid_at"] is None for edge in before)

@@ -106,3 +106,29 @@ def test_down_is_cached_and_costs_no_second_probe(tmp_path: Path) -> None:
     assert backend.health.probes == 1 and backend.health.last_error
     assert backend.endpoint == f"falkordb://127.0.0.1:{port}/memrouter"
     backend.close()
+
+
+def test_a_call_that_cannot_reach_the_server_is_unavailable_and_noted() -> None:
+    from memrouter.errors import BackendContractError, BackendUnavailable
+
+    backend = GraphitiBackend(GraphitiConfig(port=6390, timeout=5))
+
+    async def refused() -> None:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    async def broken() -> None:
+        raise ValueError("a reply memrouter cannot read")
+
+    async def fine() -> int:
+        return 7
+
+    try:
+        with pytest.raises(BackendUnavailable, match="Connection refused"):
+            backend.call(refused())
+        assert backend.health.report().ok is False and backend.available() is False
+        assert backend.health.probes == 0  # the failure seen first-hand is cached: no probe
+        with pytest.raises(BackendContractError, match="cannot read"):
+            backend.call(broken())
+        assert backend.call(fine()) == 7 and backend.health.report().ok is True
+    finally:
+        backend.close()
