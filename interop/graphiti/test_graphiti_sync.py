@@ -149,8 +149,11 @@ def test_an_invalidated_memory_ends_its_edges_and_leaves_present_search(falkordb
 
 def test_graphiti_adds_what_the_files_lack_and_drops_our_own_copies(falkordb: FalkorServer, tmp_path: Path) -> None:
     root = make_project(tmp_path, falkordb.port, "augment")
+    toml = root.parent.parent / "memrouter.toml"  # no group: the project folder's name ("augment") is the group
+    toml.write_text(toml.read_text(encoding="utf-8").replace('group = "augment"\n', ""), encoding="utf-8")
     write_memories(root)
     with Router.open(root=root, watch=False) as router:
+        assert graph_backend(router).config.group == "augment"
         assert router.sync()[0].ok
         # another writer of the same group (a team's own Graphiti pipeline) adds a fact memrouter never had
         outsider = GraphitiBackend(GraphitiConfig(port=falkordb.port, group="augment", embedder="hash"))

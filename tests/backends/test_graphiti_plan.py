@@ -132,3 +132,23 @@ def test_a_call_that_cannot_reach_the_server_is_unavailable_and_noted() -> None:
         assert backend.call(fine()) == 7 and backend.health.report().ok is True
     finally:
         backend.close()
+
+
+def test_the_router_gives_a_graphiti_section_without_group_the_project_folder_name(tmp_path: Path) -> None:
+    import subprocess
+
+    from memrouter.config import Config
+    from memrouter.external import project_defaults
+
+    folder = tmp_path / "My Project"
+    (folder / ".serena" / "memories").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (folder / "memrouter.toml").write_text(
+        '[backends.graphiti]\nport = 6390\n[backends.shared]\ntype = "graphiti"\ngroup = "team"\n'
+        '[backends.forgetful]\nurl = "http://127.0.0.1:8020/mcp"\n',
+        encoding="utf-8",
+    )
+    sections = project_defaults(Config.load(cwd=folder, env={}))
+    assert sections["graphiti"]["group"] == "My-Project" and sections["shared"]["group"] == "team"
+    assert "group" not in sections["forgetful"]
+    assert GraphitiConfig.from_mapping(sections["graphiti"]).group == "My-Project"  # a valid group

@@ -17,7 +17,8 @@ facts of memories it already has).
 
 Configuration (``[backends.graphiti]``): ``host`` (default ``127.0.0.1``),
 ``port`` (6379), ``group`` (the Graphiti ``group_id`` and FalkorDB graph;
-one per project, default ``memrouter``), ``password``, ``embedder`` (a
+one per project: the router gives the project folder's name when none is
+set, and a backend built alone defaults to ``memrouter``), ``password``, ``embedder`` (a
 memrouter embedder name, default ``minilm``), ``timeout`` (seconds per call,
 default 30) and ``health_ttl`` (seconds, default 30).
 
