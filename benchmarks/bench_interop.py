@@ -20,7 +20,6 @@ Run: ``.venv/bin/python benchmarks/bench_interop.py [--limit N] [--queries 40] [
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import statistics
 import subprocess
@@ -32,26 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "interop" / "tests"))
 
+from _common import percentile, rare_words  # noqa: E402
 from interop_peers import FORGETFUL_PYTHON, EmbedServer, start_forgetful  # noqa: E402
 
 from memrouter import Router  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "ai-agents-1026"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
-def rare_words(files: list[Path], count: int) -> list[str]:
-    """``count`` words (7+ letters) that occur in one to three of ``files``, spread over the alphabet."""
-    seen: dict[str, set[int]] = {}
-    for index, file in enumerate(files):
-        for word in set(re.findall(r"[a-z]{7,}", file.read_text(encoding="utf-8", errors="replace").lower())):
-            seen.setdefault(word, set()).add(index)
-    rare = sorted(word for word, where in seen.items() if len(where) <= 3)
-    return rare[:: max(1, len(rare) // count)][:count]
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ stop_leftovers() {
     for file in "$PIDS"/*; do
         [[ -e "$file" ]] || continue
         pid="${file##*/}"
-        # only a process this suite started: its command line names embed-serve or Forgetful's launcher
-        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli' "/proc/$pid/cmdline" 2>/dev/null; then
+        # only a process this suite started: its command line names embed-serve, Forgetful's launcher or FalkorDB
+        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli|falkordb\.so' "/proc/$pid/cmdline" 2>/dev/null; then
             echo "interop: stopping leftover $(cat "$file") (pid $pid)" >&2
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
             sleep 2
@@ -39,6 +39,21 @@ done
 status=0
 echo "interop: Forgetful (real) and embed-serve" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
+
+echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
+GRAPHITI_PY="$INTEROP_WORK/graphiti-venv/bin/python"
+if [[ -f "$INTEROP_WORK/missing-graphiti" || ! -x "$GRAPHITI_PY" ]]; then
+    echo "interop: *** the Graphiti tests cannot run: $(cat "$INTEROP_WORK/missing-graphiti" 2>/dev/null || echo "no $GRAPHITI_PY") ***" >&2
+    status=1
+else
+    out="$(GRAPHITI_TELEMETRY_ENABLED=false "$GRAPHITI_PY" -m pytest -c interop/graphiti/pytest.ini \
+        --rootdir interop/graphiti -q -rs interop/graphiti 2>&1)" || status=1
+    echo "$out"
+    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
+        echo "interop: Graphiti tests were skipped: skipped is never passed" >&2
+        status=1
+    fi
+fi
 
 echo "interop: Serena (real) parity" >&2
 if [[ -x "$INTEROP_WORK/serena-venv/bin/serena" ]]; then

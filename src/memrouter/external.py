@@ -8,6 +8,7 @@ freshness report. The rules live in ``memrouter.merge`` and ``memrouter.sync``.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,9 +17,23 @@ from memrouter.config import Config
 from memrouter.errors import BackendError, BackendUnavailable
 from memrouter.model import Hit
 
-__all__ = ["ExternalServices"]
+__all__ = ["ExternalServices", "project_defaults"]
 
 T = TypeVar("T")
+
+
+def project_defaults(config: Config) -> dict[str, dict[str, Any]]:
+    """The ``[backends]`` sections, a Graphiti one without ``group`` given the project folder's name.
+
+    One Graphiti group per project: two projects on one server never share a graph by default.
+    """
+    from memrouter.backends.configured import backend_settings
+
+    sections = {name: dict(section) for name, section in config.backends.items()}
+    for name, section in sections.items():
+        if backend_settings(name, section)[0] == "graphiti" and "group" not in section and config.project_dir:
+            section["group"] = re.sub(r"[^A-Za-z0-9_-]+", "-", config.project_dir.name).strip("-") or "memrouter"
+    return sections
 
 
 class ExternalServices:
@@ -41,7 +56,7 @@ class ExternalServices:
         self._conn = conn
         self._indexed = indexed
         self._lock = lock
-        self.configured = ConfiguredBackends(config.backends)
+        self.configured = ConfiguredBackends(project_defaults(config))
 
     def close(self) -> None:
         self.configured.close()
@@ -78,7 +93,7 @@ class ExternalServices:
             return hits
         synced = self._indexed(
             lambda: {
-                name: mapped_remote_ids(self._conn(), name, [hit.remote_id for hit in found])
+                name: mapped_remote_ids(self._conn(), name, [rid for hit in found for rid in hit.mapped_ids])
                 for name, found in external.items()
             }
         )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memrouter.index.keeper import IndexKeeper
     from memrouter.store.files import MemoryStore
     from memrouter.sync.validate import FreshnessReport
+    from memrouter.timefilter import ActivityTimes
 
 __all__ = ["ExternalQueries"]
 
@@ -33,6 +34,7 @@ class ExternalQueries:
     _lock: Any
     _services: ExternalServices | None
     refresh: Callable[..., Any]
+    _activity_times: Callable[[], ActivityTimes]
 
     @property
     def _external(self) -> ExternalServices:
@@ -85,9 +87,16 @@ class ExternalQueries:
         """
         return self._index.translated(
             lambda: self._external.sync(
-                self.store.read, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
+                self._recorded, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
             )
         )
+
+    def _recorded(self, name: str) -> Any:
+        """The memory as sync sends it: a ``created`` its front matter leaves out comes from git (its record time)."""
+        memory = self.store.read(name)
+        if memory.created is not None:
+            return memory
+        return self._index.indexed(lambda: self._activity_times().dated(memory, self._index.conn))
 
     def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""

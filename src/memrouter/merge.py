@@ -40,7 +40,7 @@ def merge_hits(
         for hit in hits:
             if len(merged) >= limit:
                 return merged
-            if hit.hash in seen or hit.remote_id in mapping:
+            if hit.hash in seen or any(rid in mapping for rid in hit.mapped_ids):
                 continue
             seen.add(hit.hash)
             merged.append(hit.to_hit(content=content))

@@ -84,7 +84,10 @@ class ExternalHit:
     ``rank`` is 1-based in the order the backend's similarity implies (not the
     service's own list order); ``hash`` is the SHA-256 of ``content``.
     ``context`` and ``source_repo`` are empty/None when the service's search
-    does not return them.
+    does not return them. A hit that is part of a remote memory (a Graphiti
+    fact of an episode) names that memory in ``origin_id``; a fact's valid
+    window is ``valid_from``/``valid_until`` (ISO times, ``None`` = open),
+    shown at the front of the snippet.
     """
 
     backend: str
@@ -99,10 +102,20 @@ class ExternalHit:
     rerank_score: float | None = None
     context: str = ""
     source_repo: str | None = None
+    origin_id: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+
+    @property
+    def mapped_ids(self) -> tuple[str, ...]:
+        """The remote ids that tie this hit to a synced memory: its own, and the memory it is a part of."""
+        return (self.remote_id,) if self.origin_id is None else (self.remote_id, self.origin_id)
 
     def to_hit(self, *, channel: str = "long_term", content: bool = False) -> Hit:
         """The router's ``Hit`` for this result: name ``<backend>:<remote id>``, no path."""
         snippet = " ".join(self.content.split())[:200]
+        if self.valid_from is not None or self.valid_until is not None:
+            snippet = f"[valid {self.valid_from or '...'} to {self.valid_until or 'now'}] {snippet}"
         return Hit(
             name=f"{self.backend}:{self.remote_id}",
             title=self.title,
@@ -123,6 +136,8 @@ class MemoryDraft:
 
     ``source_files`` and ``keywords`` are tuples so drafts stay hashable and
     comparable; backends clip or reject what their service cannot take.
+    ``recorded_at`` is the memory's record time (ISO; its ``created``, from
+    git when the front matter has none), for services that keep time.
     """
 
     title: str
@@ -135,6 +150,7 @@ class MemoryDraft:
     source_files: tuple[str, ...] = ()
     source_url: str | None = None
     confidence: float | None = None
+    recorded_at: str | None = None
 
     @property
     def hash(self) -> str:

@@ -38,6 +38,9 @@ BACKENDS = Registry(
         "forgetful": Builtin(
             "memrouter.backends.forgetful:ForgetfulBackend", "pip install 'mcp>=2.3,<3' (the MCP client SDK)"
         ),
+        "graphiti": Builtin(
+            "memrouter.backends.graphiti:GraphitiBackend", "pip install 'memrouter[graphiti]' (Python >= 3.12)"
+        ),
     },
     BackendNotInstalled,
 )

@@ -140,6 +140,7 @@ def draft_for(memory: Memory, *, project_dir: Path | None = None, source_repo: s
         source_files=(source_file,),
         source_url=memory.source if memory.source and "://" in memory.source else None,
         confidence=memory.confidence,
+        recorded_at=memory.created,
     )
 
 
