@@ -75,6 +75,8 @@ class PgSearch(CanonicalSearch):
             warnings.append(message)
         self._pushed = None  # push again once it is back
         self._retry_at = time.monotonic() + RETRY_AFTER
+        # A pool that lost its server backs off between reconnects: the next try starts a fresh one.
+        self.close()
 
     def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
         try:
