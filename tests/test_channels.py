@@ -257,3 +257,17 @@ def test_one_sprint_memory_is_archived_in_place_and_only_a_sprint_memory(router:
     kept = router.save("# Logging\n\nLogs go to the collector.\n", "logging", channel="long_term")
     with pytest.raises(InvalidInput, match="only sprint memories"):
         router.archive(kept.name)
+
+
+def test_a_promotion_at_a_stale_hash_is_refused_and_writes_nothing(router: Router, root: Path) -> None:
+    from memrouter.errors import Conflict
+
+    router.lifecycle.start("s8", weeks=1, goal=None)
+    note = router.save("# Cache probe\n\nRedis beat the in-process cache by 3x on p95.\n", kind="research")
+    before = sorted(p.relative_to(root) for p in root.rglob("*.md"))
+    with pytest.raises(Conflict, match="changed since"):
+        router.promote(note.name, reason="settled", expected_hash="0" * 64)
+    assert sorted(p.relative_to(root) for p in root.rglob("*.md")) == before
+    assert router.get(note.name).superseded_by is None
+    done = router.promote(note.name, reason="settled", expected_hash=note.hash)
+    assert router.get(note.name).superseded_by == done.target

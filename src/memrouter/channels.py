@@ -260,7 +260,14 @@ class Lifecycle:
     # -- promotion -----------------------------------------------------------
     @audited("promote")
     def promote(
-        self, name: str, *, to: str = "long_term", reason: str, target: str | None = None, merge: bool = False
+        self,
+        name: str,
+        *,
+        to: str = "long_term",
+        reason: str,
+        target: str | None = None,
+        merge: bool = False,
+        expected_hash: str | None = None,
     ) -> Promotion:
         """Write sprint memory ``name`` as a long-term memory with its provenance; see ``Router.promote``."""
         from memrouter.store.compose import check_reason
@@ -277,7 +284,7 @@ class Lifecycle:
         source = validate_name(name, strict=False)
         with self.lock:
             plan = self._plan(source, None if target is None else validate_name(target), why, merge=merge)
-            return self._promote(plan, merge=merge)
+            return self._promote(plan, merge=merge, expected_hash=expected_hash)
 
     def archive(self, name: str, *, expected_hash: str | None = None) -> Memory:
         """Archive one sprint memory in place (``status: archived``), as ``close`` does with the rest:
@@ -344,7 +351,7 @@ class Lifecycle:
         result: tuple[str, str] | None = self.index.indexed(look)
         return result
 
-    def _promote(self, plan: Promotion, *, merge: bool) -> Promotion:
+    def _promote(self, plan: Promotion, *, merge: bool, expected_hash: str | None = None) -> Promotion:
         from memrouter.store import frontmatter
         from memrouter.writing import CONTENT, guarded
 
@@ -355,6 +362,8 @@ class Lifecycle:
         }  # fmt: skip
         with self.store.lock(plan.source, plan.target):
             memory = self.store.read(plan.source)
+            if expected_hash is not None and memory.hash != expected_hash:
+                raise Conflict(f"memory {plan.source!r} changed since it was read; read it again and retry")
             _check_promotable(memory)  # again under the lock: another process may have promoted it meanwhile
             if plan.merged:
                 existing = self.store.read(plan.target)

@@ -430,10 +430,14 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         return Lifecycle(self.store, self._index, self._lock, self.clock)
 
     def promote(
-        self, name: str, to: str = "long_term", reason: str = "", *, target: str | None = None, merge: bool = False
-    ) -> Promotion:
-        """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``."""
-        return self.lifecycle.promote(name, to=to, reason=reason, target=target, merge=merge)
+        self, name: str, to: str = "long_term", reason: str = "", *, target: str | None = None, merge: bool = False,
+        expected_hash: str | None = None,
+    ) -> Promotion:  # fmt: skip
+        """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``,
+        and so is a memory no longer at ``expected_hash``."""
+        return self.lifecycle.promote(
+            name, to=to, reason=reason, target=target, merge=merge, expected_hash=expected_hash
+        )
 
     def archive(self, name: str, *, expected_hash: str | None = None) -> Memory:
         """Archive one sprint memory in place (``status: archived``); see ``Lifecycle.archive``."""

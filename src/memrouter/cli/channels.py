@@ -95,12 +95,15 @@ def archive(state: State, name: str, expected_hash: str | None, fmt: str) -> Non
     "--as", "target", default=None, metavar="NAME", help="The long-term name (default: NAME without sprints/ID/)."
 )
 @click.option("--merge", is_flag=True, help="Merge into a long-term memory with the same name, content or title.")
+@click.option("--expected-hash", default=None, help="Promote only if the memory still has this content hash.")
 @FORMAT
 @pass_state
 @handle_errors
-def promote(state: State, name: str, reason: str, target: str | None, merge: bool, fmt: str) -> None:
+def promote(
+    state: State, name: str, reason: str, target: str | None, merge: bool, expected_hash: str | None, fmt: str
+) -> None:
     """Promote sprint memory NAME to long-term, with its provenance."""
-    done = state.router().promote(name, reason=reason, target=target, merge=merge)
+    done = state.router().promote(name, reason=reason, target=target, merge=merge, expected_hash=expected_hash)
     emit(fmt, done.to_dict(), lambda: f"promoted {done.source} -> {done.target}{' (merged)' if done.merged else ''}")
 
 

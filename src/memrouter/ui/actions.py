@@ -102,22 +102,18 @@ def reject(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
 
 
 def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
-    """Promote a sprint memory to long-term through ``Router.promote`` (303 back to the timeline).
-
-    ``Router.promote`` takes no ``expected_hash``: the hash the page showed is
-    compared just before (a memory changed since is a 409, nothing changed).
-    """
+    """Promote a sprint memory to long-term through ``Router.promote``, at the hash the page showed
+    (a memory changed since is a 409, nothing changed; 303 back to the timeline)."""
     from starlette.responses import RedirectResponse
 
     from memrouter.audit import acting_as
-    from memrouter.errors import Conflict
 
     name, actor = _named(ui, form)
-    expected = form.get("expected_hash") or None
-    if expected is not None and ui.router.get(name).hash != expected:
-        raise Conflict(f"memory {name!r} changed since it was read; read it again and retry")
     with acting_as(actor):
-        ui.router.promote(name, reason=form.get("reason") or f"promoted by {actor} in the web UI")
+        ui.router.promote(
+            name, reason=form.get("reason") or f"promoted by {actor} in the web UI",
+            expected_hash=form.get("expected_hash") or None,
+        )  # fmt: skip
     return RedirectResponse("/timeline", status_code=303)
 
 
