@@ -38,7 +38,7 @@ from typing import Any
 
 from _common import CORPUS
 
-from memrouter import Config, Router
+from memrouter import Config, Router, searching
 from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
 from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
 from memrouter.model import Filters
@@ -119,12 +119,8 @@ def collect_locomo(conversations: int, work: Path) -> list[Record]:
 
 
 def dense_weight(coverage: float, low: float, high: float, low_at: float, high_at: float) -> float:
-    """The rule replayed here (the same as ``memrouter.searching.dense_weight``)."""
-    if coverage >= high_at:
-        return low
-    if coverage <= low_at:
-        return high
-    return high + (low - high) * (coverage - low_at) / (high_at - low_at)
+    """The shipped rule (``memrouter.searching.dense_weight``) with the grid's parameters."""
+    return searching.dense_weight(coverage, low, high=high, low_at=low_at, high_at=high_at)
 
 
 def fused(record: Record, weight: float | None) -> list[str]:

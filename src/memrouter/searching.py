@@ -60,14 +60,17 @@ LOW_AT = 0.2
 HIGH_AT = 0.5
 
 
-def dense_weight(coverage: float, configured: float) -> float:
-    """The dense weight for a query whose best lexical hit has ``coverage`` (see ``DENSE_HIGH``)."""
-    high = max(DENSE_HIGH, configured)
-    if coverage >= HIGH_AT:
+def dense_weight(
+    coverage: float, configured: float, *, high: float = DENSE_HIGH, low_at: float = LOW_AT, high_at: float = HIGH_AT
+) -> float:
+    """The dense weight for a query whose best lexical hit has ``coverage`` (see ``DENSE_HIGH``;
+    ``benchmarks/fit_fusion.py`` replays it with other parameters)."""
+    high = max(high, configured)
+    if coverage >= high_at:
         return configured
-    if coverage <= LOW_AT:
+    if coverage <= low_at:
         return high
-    return high + (configured - high) * (coverage - LOW_AT) / (HIGH_AT - LOW_AT)
+    return high + (configured - high) * (coverage - low_at) / (high_at - low_at)
 
 
 @dataclass

@@ -129,13 +129,13 @@ class DenseIndex:
         row = conn.execute("SELECT 1 FROM chunks WHERE model = ? LIMIT 1", (self.model_id,)).fetchone()
         return row is not None
 
-    def pending(self, conn: sqlite3.Connection) -> list[sqlite3.Row]:
-        """Memories with no chunks for their current hash and the current model."""
+    def pending(self, conn: sqlite3.Connection, limit: int | None = None) -> list[sqlite3.Row]:
+        """Memories with no chunks for their current hash and the current model (the first ``limit``)."""
         return conn.execute(
             "SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE NOT EXISTS ("
             "SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?) "
-            "ORDER BY m.id",
-            (self.model_id,),
+            "ORDER BY m.id LIMIT ?",
+            (self.model_id, -1 if limit is None else limit),
         ).fetchall()
 
     def status(self, conn: sqlite3.Connection) -> DenseStatus:
@@ -174,7 +174,7 @@ class DenseIndex:
         a caller may compute (the slow step, which needs no connection) without
         holding the index (``memrouter.index.background``).
         """
-        todo = self.pending(conn)[:limit] if limit is not None else self.pending(conn)
+        todo = self.pending(conn, limit)  # a batch reads only its own bodies
         if not todo:
             return None
         from memrouter.index.chunking import chunk_markdown
