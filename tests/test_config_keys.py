@@ -229,3 +229,13 @@ def test_embed_background_decides_whether_the_server_embeds_in_the_background(me
 
     with pytest.raises(ConfigError, match=r"\[embed\] background"):
         open_router(memories, tmp_path / "bad")
+
+
+def test_a_database_password_is_never_shown() -> None:
+    from memrouter.config import redacted_url
+
+    assert redacted_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
+    assert redacted_url("postgresql://u@h/db?sslmode=require&password=secret") == (
+        "postgresql://u@h/db?sslmode=require&password=***"
+    )
+    assert "secret" not in redacted_url("postgresql://h/db?PASSWORD=secret#x")

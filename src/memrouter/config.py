@@ -326,7 +326,10 @@ def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shap
 
 
 def redacted_url(url: str) -> str:
-    """``url`` without its password."""
+    """``url`` without its password (``user:password@`` or a ``password=`` parameter)."""
+    import re
+
+    url = re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
     head, sep, tail = url.partition("://")
     credentials, at, rest = tail.rpartition("@")
     if not sep or not at or ":" not in credentials:

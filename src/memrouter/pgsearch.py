@@ -41,6 +41,7 @@ log = LazyLogger(__name__)
 # After PostgreSQL failed, searches use the local index for this many seconds before trying it again
 # (a try against a server that is down costs up to ``connect.POOL_WAIT``).
 RETRY_AFTER = 30.0
+_WAITING = "PostgreSQL failed moments ago"
 
 
 @dataclass
@@ -54,7 +55,7 @@ class PgSearch(CanonicalSearch):
     def store(self) -> PgIndex:
         """The project's rows, brought in step with the local index first."""
         if time.monotonic() < self._retry_at:
-            raise BackendUnavailable("PostgreSQL failed moments ago")
+            raise BackendUnavailable(_WAITING)
         if self._store is None:
             url = self.config.index.url
             if not url:
@@ -68,6 +69,8 @@ class PgSearch(CanonicalSearch):
         return self._store
 
     def _fell_back(self, exc: BackendUnavailable) -> None:
+        if str(exc) == _WAITING:
+            return  # inside the wait after a failure: the wait must not grow with every search
         message = f"PostgreSQL index unavailable, searching the local index: {exc}"
         log.warning("%s", message)
         warnings = self.index.file.warnings

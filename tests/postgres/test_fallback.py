@@ -71,3 +71,22 @@ def test_a_search_as_of_a_past_commit_leaves_the_shared_rows_alone(tmp_path: Pat
         assert "MySQL" in past[0].snippet
         assert names_in_database(database_url) == now == {"decisions/datastore", "decisions/queue"}
         assert "PostgreSQL 16" in router.search("datastore", mode="lexical")[0].snippet
+
+
+def test_the_wait_after_a_failure_does_not_grow_with_each_search(
+    memories: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
+        assert router.search("flaky tests", mode="lexical")  # the local index answers
+        search = router._searcher
+        retry_at = search._retry_at
+        assert retry_at > 0
+        for _ in range(3):
+            assert router.search("flaky tests", mode="lexical")
+        assert search._retry_at == retry_at  # tried again once the first wait ends, not pushed back
