@@ -92,6 +92,11 @@ def test_malformed_writes_are_refused(client: TestClient, router: Router) -> Non
     assert client.post("/review/approve", data={"csrf": csrf, "name": "no/such"}).status_code == 404
     assert client.post("/review/approve", data={"csrf": csrf, "name": "decisions/database"}).status_code == 400
     assert client.get("/review/approve").status_code == 405
+    bad_length = client.post(
+        "/review/approve", content=f"csrf={csrf}&name={name}",
+        headers={"content-type": "application/x-www-form-urlencoded", "content-length": "abc"},
+    )  # fmt: skip
+    assert bad_length.status_code == 400 and "Content-Length" in bad_length.text
     assert router.get(name).status == "pending_review"
 
 

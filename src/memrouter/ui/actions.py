@@ -31,7 +31,10 @@ async def read_form(ui: UiContext, request: Request) -> dict[str, str]:
     """The POSTed form's fields; 403 without the CSRF token, 400 when malformed."""
     from starlette.exceptions import HTTPException
 
-    if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+    length = request.headers.get("content-length") or "0"
+    if not length.isdigit():
+        raise HTTPException(400, "the Content-Length header is not a number")
+    if int(length) > MAX_FORM_BYTES:
         raise HTTPException(413, "the form is too large")
     kind = request.headers.get("content-type", "").partition(";")[0].strip()
     if kind != "application/x-www-form-urlencoded":

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from memrouter.errors import ConfigError, MemoryRouterError
 
@@ -58,7 +59,7 @@ def serve_ui(
     try:
         bound = listeners[0].getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        address = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
+        address = f"http://{shown}:{bound}/" + (f"?{urlencode({'token': token})}" if token else "")
         # Bring the index up to date while uvicorn starts and the browser connects, not on the first search.
         threading.Thread(target=_warm, args=(router,), name="memrouter-ui-warm", daemon=True).start()
         reviewer = git_user(router.config.project_dir or router.config.root)
