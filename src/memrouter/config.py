@@ -2,7 +2,7 @@
 
 Precedence, highest first: explicit arguments (``Config.load(root=...)``, the
 CLI's ``--root``/``--index-dir``), then ``MEMROUTER_*`` environment variables
-(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``, ``MEMROUTER_DATABASE_URL``,
+(``MEMROUTER_ROOT``, ``MEMROUTER_INDEX_DIR``, ``MEMROUTER_MODE``, ``MEMROUTER_DATABASE_URL``, ``MEMROUTER_PROJECT``,
 ``MEMROUTER_<BACKEND>_URL`` such as ``MEMROUTER_FORGETFUL_URL``, which
 configures that backend over HTTP, replacing a configured ``command``), then the
 project's ``memrouter.toml``, then the defaults below.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memrouter.errors import ConfigError
@@ -101,7 +101,8 @@ class IndexConfig:
     # A PostgreSQL database (``postgresql://...``) that holds this project's index for search and listing
     # (``memrouter.pgsearch``); None: the local SQLite index alone.
     url: str | None = None
-    # This repository's key in that database; None: the project folder's name.
+    # This repository's key in that database (``MEMROUTER_PROJECT``); None: derived from the git remote
+    # (``memrouter.projectkey``), and refused when there is none.
     project: str | None = None
 
 
@@ -161,7 +162,7 @@ class Config:
             "embed_background": self.embed_background,
             "write_wait": self.index.write_wait,
             "database": redacted_url(self.index.url) if self.index.url else None,
-            "project_key": self.project_key,
+            "project_key": self.project_key if self.index.url else self.index.project,
             "scratch_ttl": self.scratch_ttl,
             "janitor": {
                 "decay": self.janitor.decay,
@@ -174,8 +175,13 @@ class Config:
 
     @property
     def project_key(self) -> str:
-        """This repository's key in a shared database: ``[index] project``, else the project folder's name."""
-        return self.index.project or (self.project_dir or self.root).name
+        """This repository's key in a shared database: ``[index] project``, else its git remote, normalised
+        (``memrouter.projectkey``); ``ConfigError`` when there is neither."""
+        if self.index.project:
+            return self.index.project
+        from memrouter.projectkey import derived_key
+
+        return derived_key(self.project_dir or self.root)
 
     @property
     def index_path(self) -> Path:
@@ -234,6 +240,10 @@ class Config:
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
         index = _index_config(settings.get("index", {}), env)
+        if index.url and not index.project:  # resolved once, and refused now rather than on the first search
+            from memrouter.projectkey import derived_key
+
+            index = replace(index, project=derived_key(project or memories))
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
@@ -343,7 +353,7 @@ def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
     url = env.get("MEMROUTER_DATABASE_URL") or section.get("url")
     if url is not None and (not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://"))):
         raise ConfigError("[index] url must be a postgresql:// URL")
-    project = section.get("project")
+    project = env.get("MEMROUTER_PROJECT") or section.get("project")
     if project is not None and (not isinstance(project, str) or not 0 < len(project) <= 200):
         raise ConfigError("[index] project must be a name of 1 to 200 characters")
     try:

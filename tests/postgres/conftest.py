@@ -41,6 +41,7 @@ def store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     """Which index the router reads: ``sqlite`` (the default) or ``postgres`` (``MEMROUTER_DATABASE_URL``)."""
     if request.param == "postgres":
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", request.getfixturevalue("database_url"))
+        monkeypatch.setenv("MEMROUTER_PROJECT", "project")
     return str(request.param)
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, git, write
 
 from memrouter import Router
+from memrouter.errors import ConfigError
 
 
 def projects_in(url: str) -> dict[str, int]:
@@ -38,13 +39,34 @@ def test_index_url_and_project_put_each_repository_under_its_key(tmp_path: Path,
     assert projects_in(database_url) == {"payments": len(SAMPLE), "checkout": len(SAMPLE)}
 
 
-def test_without_a_project_key_the_folder_name_is_the_key(tmp_path: Path, database_url: str,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_without_a_project_key_the_git_remote_is_the_key(tmp_path: Path, database_url: str,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Two repositories in folders of the same name keep their own rows: the key comes from each remote."""
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    keys = {}
+    for owner in ("team-a", "team-b"):
+        memories = repo(tmp_path / owner, "")  # both folders are named ``service``
+        git(memories.parent.parent, "init", "-q")
+        git(memories.parent.parent, "remote", "add", "origin", f"git@github.com:{owner}/service.git")
+        with Router.open(root=memories, index_dir=tmp_path / owner / "idx") as router:
+            router.search("flaky")
+            keys[owner] = router.config.project_key
+        shown = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir",
+                                str(tmp_path / owner / "idx"), "status"], capture_output=True, text=True, check=True,
+                               env=os.environ)  # fmt: skip
+        assert f"database: {database_url} project 'github.com/{owner}/service' ({len(SAMPLE)} memories)" in shown.stdout
+    assert keys == {"team-a": "github.com/team-a/service", "team-b": "github.com/team-b/service"}
+    assert projects_in(database_url) == {key: len(SAMPLE) for key in keys.values()}
+
+
+def test_without_a_project_key_or_a_remote_nothing_is_pushed(tmp_path: Path, database_url: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
     memories = repo(tmp_path, "")
-    with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
-        router.search("flaky")
-    assert projects_in(database_url) == {"service": len(SAMPLE)}
-    shown = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
-                            "status"], capture_output=True, text=True, check=True, env=os.environ)  # fmt: skip
-    assert f"database: {database_url} project 'service' ({len(SAMPLE)} memories)" in shown.stdout
+    with pytest.raises(ConfigError, match=r"\[index\]"):
+        Router.open(root=memories, index_dir=tmp_path / "idx")
+    done = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
+                           "search", "flaky"], capture_output=True, text=True, env=os.environ)  # fmt: skip
+    assert done.returncode == 2 and "no git remote" in done.stderr and "MEMROUTER_PROJECT" in done.stderr
+    with psycopg.connect(database_url) as conn:  # refused before connecting: not even the tables were made
+        assert conn.execute("SELECT to_regclass('memories')").fetchone() == (None,)

@@ -79,6 +79,7 @@ def test_every_mode_ranks_alike_on_both_stores(memories: Path, tmp_path: Path, d
     for store in ("sqlite", "postgres"):
         if store == "postgres":
             monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+            monkeypatch.setenv("MEMROUTER_PROJECT", "project")
         with hashing_router(memories, tmp_path / store) as router:
             router.refresh(embed=True)
             found = []
@@ -99,6 +100,7 @@ def test_list_filters_alike_on_both_stores(memories: Path, tmp_path: Path, datab
     for store in ("sqlite", "postgres"):
         if store == "postgres":
             monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+            monkeypatch.setenv("MEMROUTER_PROJECT", "project")
         with Router.open(root=memories, index_dir=tmp_path / store) as router:
             router.save("# Quarantine\n\nflaky", name="ci/quarantine", tags=["ci", "flaky"], kind="convention")
             listed[store] = [

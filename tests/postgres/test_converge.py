@@ -39,6 +39,9 @@ def rows(url: str, project: str) -> dict[str, Any]:
     return {"memories": memories, "postings": postings, "chunks": chunks}
 
 
+KEY = "example.com/org/repo"
+
+
 def index(repo: Path, url: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "memrouter", "index", "--database", url, "--format", "json"],
@@ -53,6 +56,8 @@ def make_repo(base: Path) -> Path:
         write(repo / ".serena" / "memories", name, text)
     (repo / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n', encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    # Every clone has the same remote, so the same key (``memrouter.projectkey``): two machines share rows.
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@example.com:org/repo.git"], check=True)
     return repo
 
 
@@ -61,11 +66,11 @@ def test_two_copies_indexing_the_same_files_leave_the_same_rows(tmp_path: Path, 
     second = tmp_path / "machine-b" / "repo"
     shutil.copytree(first, second)
     pushed = index(first, database_url)
-    assert pushed == {"project": "repo", "added": len(SAMPLE), "updated": 0, "removed": 0, "unchanged": 0}
-    after_first = rows(database_url, "repo")
+    assert pushed == {"project": KEY, "added": len(SAMPLE), "updated": 0, "removed": 0, "unchanged": 0}
+    after_first = rows(database_url, KEY)
     assert len(after_first["memories"]) == len(SAMPLE) and after_first["postings"] and after_first["chunks"]
     assert index(second, database_url)["unchanged"] == len(SAMPLE)  # nothing to change: same files, same rows
-    assert rows(database_url, "repo") == after_first
+    assert rows(database_url, KEY) == after_first
 
     # One machine edits, removes and adds; the other pulls the same change later.
     for repo in (first, second):
@@ -76,10 +81,10 @@ def test_two_copies_indexing_the_same_files_leave_the_same_rows(tmp_path: Path, 
         pushed = index(repo, database_url)
         if repo == first:
             assert (pushed["added"], pushed["updated"], pushed["removed"]) == (1, 1, 1)
-            changed = rows(database_url, "repo")
+            changed = rows(database_url, KEY)
         else:
             assert (pushed["added"], pushed["updated"], pushed["removed"]) == (0, 0, 0)
-            assert rows(database_url, "repo") == changed
+            assert rows(database_url, KEY) == changed
     assert changed != after_first
 
 
@@ -102,7 +107,7 @@ def test_pushes_racing_from_two_machines_converge(tmp_path: Path, database_url: 
         for thread in threads:
             thread.join()
         assert sorted(result["added"] for result in results) == [0, len(SAMPLE)]  # one wrote, the other found it done
-        assert len(rows(database_url, "repo")["memories"]) == len(SAMPLE)
+        assert len(rows(database_url, KEY)["memories"]) == len(SAMPLE)
     finally:
         for router in routers:
             router.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,12 +43,13 @@ def test_index_with_a_bad_database_exits_with_the_error_and_keeps_the_local_inde
 ) -> None:
     base = [sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"), "index",
             "--lexical-only"]  # fmt: skip
+    env = {**os.environ, "MEMROUTER_PROJECT": "project"}
     refused = subprocess.run(
-        [*base, "--database", f"postgresql://127.0.0.1:{free_port()}/x"], capture_output=True, text=True
+        [*base, "--database", f"postgresql://127.0.0.1:{free_port()}/x"], capture_output=True, text=True, env=env
     )
     assert refused.returncode == 3, refused.stderr
     assert "cannot be reached" in refused.stderr and "Traceback" not in refused.stderr
-    malformed = subprocess.run([*base, "--database", "postgresql://h:port/x"], capture_output=True, text=True)
+    malformed = subprocess.run([*base, "--database", "postgresql://h:port/x"], capture_output=True, text=True, env=env)
     assert malformed.returncode == 2 and "port must be a number" in malformed.stderr
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:  # the local index was built regardless
         assert router.status()["memories"]["total"] == len(router.list()) > 0

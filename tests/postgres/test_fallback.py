@@ -23,6 +23,7 @@ def test_searches_fall_back_while_postgres_is_down(
     monkeypatch.setattr("memrouter.pgsearch.RETRY_AFTER", 0.0)  # try the database again on every search
     with running_postgres() as server:
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", server.url)
+        monkeypatch.setenv("MEMROUTER_PROJECT", "project")
         with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
             before = [hit.name for hit in router.search("flaky tests", mode="lexical")]
             assert before and not router.warnings
@@ -58,6 +59,7 @@ def test_searches_fall_back_while_postgres_is_down(
 def test_a_search_as_of_a_past_commit_leaves_the_shared_rows_alone(tmp_path: Path, database_url: str,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMROUTER_PROJECT", "project")
     project, root = git_project(tmp_path)
     write(root, "decisions/datastore", "# Datastore\n\nWe use MySQL.\n")
     commit(project, "mysql", "2026-01-10T10:00:00Z")
@@ -82,6 +84,7 @@ def test_the_wait_after_a_failure_does_not_grow_with_each_search(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", f"postgresql://postgres@127.0.0.1:{port}/postgres")
+    monkeypatch.setenv("MEMROUTER_PROJECT", "project")
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         assert router.search("flaky tests", mode="lexical")  # the local index answers
         search = router._searcher
