@@ -49,7 +49,15 @@ ALLOWED = {
     "backends": (*BASE, "memrouter.backends", "memrouter.store", "memrouter.index.graph_extract", "memrouter.embed"),
     "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
     "session": (*BASE, "memrouter.session"),
-    "team": (*BASE, "memrouter.team", "memrouter.config", "memrouter.index.connection"),
+    # The team channel in PostgreSQL (``team/pgstore.py``) uses the index's pool and its schema of team tables.
+    "team": (
+        *BASE,
+        "memrouter.team",
+        "memrouter.config",
+        "memrouter.index.connection",
+        "memrouter.pgindex.connect",
+        "memrouter.pgindex.schema_team",
+    ),
     # The janitor composes like channels.py: the index, the files, the team channel (its idle workflows),
     # and the Router it is handed (typing only).
     "janitor": (*BASE, "memrouter.janitor", "memrouter.index", "memrouter.store", "memrouter.team", "memrouter.router"),

@@ -81,7 +81,7 @@ def serve(
 
             service = MemoryService(router, global_root=Path(global_root) if global_root else None)
             config = router.config
-            team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait)
+            team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
             server = create_server(service, team=team)
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)

@@ -103,12 +103,12 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch, clock=clock)
 
     def team(self) -> Team:
-        """The team channel of this project (``<index_dir>/team.sqlite``), opened on first use."""
+        """The team channel of this project (``team.sqlite``, or PostgreSQL with ``[index] url``), opened on first use."""
         with self._lock:
             if self._team is None:
                 from memrouter.team import Team
 
-                self._team = Team.open(self.config.index_dir, write_wait=self.config.index.write_wait)
+                self._team = Team.for_config(self.config)
             return self._team
 
     def scratchpad(self) -> Scratchpad:

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from helpers import write
 from hypothesis import HealthCheck, given, settings
@@ -14,10 +15,12 @@ from postgres.support import assert_no_fallback
 
 from memrouter import Router
 from memrouter.config import Config
+from memrouter.errors import Conflict, NotFound
 from memrouter.model import Filters
 from memrouter.pgindex.connect import Database
 from memrouter.pgindex.scope import ProjectScope
 from memrouter.pgindex.store import PgIndex
+from memrouter.team import Team
 
 PROJECTS = 10
 WORDS = ("deploy", "database", "flaky", "cache", "review", "incident", "common", "rollback")
@@ -26,7 +29,8 @@ WORDS = ("deploy", "database", "flaky", "cache", "review", "incident", "common",
 def project_files(number: int) -> dict[str, str]:
     """Distinct content per project, with names every project shares (``notes/common``)."""
     return {
-        "notes/common": f"# Common notes\n\ncommon deploy database notes of project {number} marker{number}\n",
+        "notes/common": f"# Common notes\n\ncommon deploy database notes of project {number} marker{number}\n"
+        f"see [[adr/decision]] and ADR-{100 + number}\n",
         f"only/p{number}": f"# Only in {number}\n\nflaky cache marker{number}\n",
         "adr/decision": f"---\ntags: [review]\n---\n# Decision {number}\n\nrollback incident database marker{number}\n",
     }
@@ -122,3 +126,96 @@ def test_a_statement_naming_a_table_directly_is_refused(database_url: str) -> No
                 scope.rows(sql)
     finally:
         database.close()
+
+
+AGENTS = ("alice", "bob", "carol")  # the same agent ids and keys in every project
+KEYS = ("plan", "owner/state")
+
+team_operation = st.tuples(
+    st.sampled_from(("register", "add", "claim", "complete", "set", "reserve", "handoff", "accept", "graph")),
+    st.sampled_from(AGENTS),
+    st.sampled_from(KEYS),
+)
+
+
+def _team_step(team: Team, number: int, kind: str, agent: str, key: str, router: Router) -> None:
+    """One operation of project ``number``; everything it writes carries the project's number."""
+    other = AGENTS[(AGENTS.index(agent) + 1) % len(AGENTS)]
+    try:
+        if kind == "register":
+            team.register(agent, [f"p{number}"])
+        elif kind == "add":
+            team.task_add(f"p{number} task", {"project": number}, agent_id=agent)
+        elif kind == "claim":
+            team.task_claim(agent)
+        elif kind == "complete":
+            for task in team.task_list(["claimed"]):
+                team.task_complete(task.id, {"project": number})
+        elif kind == "set":
+            team.team_set(key, {"project": number})
+        elif kind == "reserve":
+            team.reserve(agent, [f"p{number}/**"])
+        elif kind == "handoff":
+            team.handoff(agent, other, {"project": number})
+        elif kind == "accept":
+            for handoff in team.pending_handoffs(agent):
+                team.handoff_accept(handoff.id, agent)
+        else:
+            related = router.related("notes/common", depth=2)
+            own = set(project_files(number))
+            assert {r.name for r in related if r.kind == "memory"} <= own and related
+            entity = router.get_entity(f"ADR-{100 + number}")
+            assert entity.relations and {relation.memory for relation in entity.relations} == {"notes/common"}
+            with pytest.raises(NotFound):
+                router.get_entity(f"ADR-{100 + (number + 1) % PROJECTS}")
+    except (NotFound, Conflict):
+        pass  # an agent not registered yet, a handoff to itself's neighbour not live: refused, nothing written
+
+
+def _team_rows(url: str) -> dict[str, dict[str, int]]:
+    """Per project, how many rows each team table holds, counted in the base tables."""
+    counts: dict[str, dict[str, int]] = {}
+    with psycopg.connect(url) as conn:
+        for table in ("agents", "tasks", "variables", "reservations", "handoffs"):
+            for project, count in conn.execute(f"SELECT project, count(*) FROM team_{table} GROUP BY project".encode()):
+                counts.setdefault(project, {})[table] = count
+    return counts
+
+
+def _assert_own(team: Team, number: int, rows: dict[str, int]) -> None:
+    """Every record the project's channel shows is the project's own, and it shows all of them."""
+    state = team.get_team_state()
+    assert all(a.agent.capabilities == (f"p{number}",) for a in state.agents)
+    tasks = team.task_list()
+    assert all(t.title == f"p{number} task" and t.payload == {"project": number} for t in tasks)
+    assert all(t.result in (None, {"project": number}) for t in tasks)
+    variables = team.team_list()
+    assert all(v.value == {"project": number} for v in variables)
+    reservations = team.reservations()
+    assert all(r.paths == (f"p{number}/**",) for r in reservations)
+    handoffs = [h for agent in AGENTS for h in team.pending_handoffs(agent)]
+    assert all(h.context == {"project": number} for h in handoffs)
+    assert (len(state.agents), len(tasks), len(variables), len(reservations)) == (
+        rows.get("agents", 0), rows.get("tasks", 0), rows.get("variables", 0), rows.get("reservations", 0),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def teams(projects: list[Router], database_url: str, tmp_path: Path) -> Iterator[list[Team]]:
+    """Each project's team channel in the one database (``Router.team``: ``[index] url`` and ``project``)."""
+    opened = [router.team() for router in projects]
+    assert all(f"(project 'p{number}')" in team.location for number, team in enumerate(opened))
+    yield opened
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.integers(0, PROJECTS - 1), team_operation), min_size=1, max_size=12))
+def test_random_team_and_graph_operations_never_cross_projects(
+    projects: list[Router], teams: list[Team], database_url: str, steps: list[tuple[int, tuple[str, str, str]]]
+) -> None:
+    for number, (kind, agent, key) in steps:
+        _team_step(teams[number], number, kind, agent, key, projects[number])
+        rows = _team_rows(database_url)
+        assert set(rows) <= {f"p{n}" for n in range(PROJECTS)}
+        for shown in {number, (number + 3) % PROJECTS}:
+            _assert_own(teams[shown], shown, rows.get(f"p{shown}", {}))

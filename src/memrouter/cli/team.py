@@ -24,7 +24,7 @@ def _team(state: State) -> Any:
     from memrouter.team import Team
 
     config = Config.load(root=state.root, index_dir=state.index_dir)
-    return Team.open(config.index_dir, write_wait=config.index.write_wait)
+    return Team.for_config(config)
 
 
 def _json(text: str | None, what: str) -> Any:

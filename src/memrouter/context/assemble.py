@@ -29,13 +29,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from memrouter.context.tokens import count_tokens, truncate_lines
-from memrouter.errors import InvalidInput
+from memrouter.errors import BackendUnavailable, InvalidInput
+from memrouter.lazylog import LazyLogger
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from memrouter.model import Hit, Memory
     from memrouter.router import Router
+
+log = LazyLogger(__name__)
 
 __all__ = ["BLOCKS", "MAX_BUDGET", "MIN_BUDGET", "Context", "ContextItem", "assemble_context"]
 
@@ -282,8 +285,14 @@ def _task(router: Router, task: str | None, share: int) -> list[ContextItem]:
     if sprint is not None:
         goal = f"goal: {sprint.goal}\n" if sprint.goal else ""
         items.append(ContextItem(f"sprint {sprint.id}", f"{goal}ends {sprint.end[:10]}"))
-    if (router.config.index_dir / "team.sqlite").exists():
-        state = router.team().get_team_state(None).to_dict()
+    from memrouter.team.team import in_use
+
+    if in_use(router.config):
+        try:
+            state = router.team().get_team_state(None).to_dict()
+        except BackendUnavailable as exc:  # the team's database is down: the context goes without its block
+            log.warning("%s", exc)
+            state = {}
         lines = [
             f"{entry['agent']['id']}: {'stale' if entry['agent']['stale'] else entry['agent']['status']}"
             + (f" ({entry['agent'].get('message')})" if entry["agent"].get("message") else "")

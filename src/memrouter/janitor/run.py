@@ -153,9 +153,9 @@ def _scratch(router: Router, apply: bool) -> list[str]:
 def _team(router: Router, apply: bool, idle_days: float) -> dict[str, Any]:
     """Active team workflows idle for ``idle_days`` (completed with ``apply``, which clears their records
     and keeps their log); empty when the project has no team channel."""
-    from memrouter.team.team import TEAM_FILE
+    from memrouter.team.team import in_use
 
-    if not (router.config.index_dir / TEAM_FILE).exists():
+    if not in_use(router.config):
         return {}
     team = router.team()
     idle = team.idle_workflows(idle_days * DAY)

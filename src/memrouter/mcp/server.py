@@ -124,7 +124,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
 
     tools = _Tools()
     config = service.router.config
-    team = team or TeamService(config.index_dir, write_wait=config.index.write_wait)
+    team = team or TeamService(config.index_dir, write_wait=config.index.write_wait, config=config)
     _memrouter_tools(tools, service, team.pinned_agent)
     _serena_tools(tools, service)
     _session_tools(tools, service)

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from memrouter.config import Config
     from memrouter.model import Memory
 
     Escalate = Callable[..., Memory]
@@ -30,8 +31,17 @@ __all__ = ["TeamService"]
 class TeamService:
     """The team tools over one ``Team`` (see the module docstring)."""
 
-    def __init__(self, index_dir: Path, *, pinned_agent: str | None = None, write_wait: float = 30.0) -> None:
+    def __init__(
+        self,
+        index_dir: Path,
+        *,
+        pinned_agent: str | None = None,
+        write_wait: float = 30.0,
+        config: Config | None = None,
+    ) -> None:
+        """``config``: open the channel as the project configures it (PostgreSQL with ``[index] url``)."""
         self.index_dir = index_dir
+        self.config = config
         self.pinned_agent = pinned_agent
         self.write_wait = write_wait
         self._team: Team | None = None
@@ -41,7 +51,10 @@ class TeamService:
     def team(self) -> Team:
         with self._lock:
             if self._team is None:
-                self._team = Team.open(self.index_dir, write_wait=self.write_wait)
+                if self.config is not None:
+                    self._team = Team.for_config(self.config)
+                else:
+                    self._team = Team.open(self.index_dir, write_wait=self.write_wait)
             return self._team
 
     def close(self) -> None:

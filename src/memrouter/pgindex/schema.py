@@ -1,10 +1,13 @@
 """The PostgreSQL schema: numbered migrations, each applied once, in order, under one lock.
 
 Every table holds a ``project`` column (one database serves many repositories);
-``memrouter.pgindex.scope`` is the one place that adds it to every statement.
+``memrouter.pgindex.scope`` is the one place that adds it to every index
+statement, and the views of ``schema_team`` to every team channel statement.
 """
 
 from __future__ import annotations
+
+from memrouter.pgindex.schema_team import TEAM_SQL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,6 +87,7 @@ _MARK = "ALTER TABLE projects ADD COLUMN mark text NOT NULL DEFAULT '';"
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
+    ("0003_team_channel", TEAM_SQL),  # the team channel's tables and per-project views (``schema_team``)
 ]
 
 

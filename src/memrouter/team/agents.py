@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.checks import check_agent_id, check_names, check_seconds, check_text
 from memrouter.team.records import AGENT_STATUSES, Agent
+from memrouter.team.sql import Conn, Row
 from memrouter.team.workflows import active_workflow, check_room
 
 __all__ = ["register", "heartbeat", "get_agent", "live_agent", "touch", "stale_agent_ids", "row_to_agent"]
@@ -16,7 +16,7 @@ __all__ = ["register", "heartbeat", "get_agent", "live_agent", "touch", "stale_a
 MAX_MESSAGE_CHARS = 2000
 
 
-def row_to_agent(row: sqlite3.Row, now: float) -> Agent:
+def row_to_agent(row: Row, now: float) -> Agent:
     return Agent(
         id=row["id"], capabilities=tuple(json.loads(row["capabilities"])), status=row["status"],
         message=row["message"], workflow_id=row["workflow_id"], registered_at=row["registered_at"],
@@ -25,7 +25,7 @@ def row_to_agent(row: sqlite3.Row, now: float) -> Agent:
 
 
 def register(
-    conn: sqlite3.Connection,
+    conn: Conn,
     now: float,
     agent_id: str,
     capabilities: Iterable[str] | None,
@@ -41,17 +41,23 @@ def register(
         old = conn.execute("SELECT workflow_id FROM agents WHERE id = ?", (agent_id,)).fetchone()
         if old is None or old["workflow_id"] != workflow:
             check_room(conn, workflow)
-    conn.execute(
-        "INSERT INTO agents (id, workflow_id, capabilities, status, message, registered_at, heartbeat_at, ttl) "
-        "VALUES (?, ?, ?, 'idle', NULL, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET workflow_id = excluded.workflow_id, "
-        "capabilities = excluded.capabilities, status = 'idle', message = NULL, heartbeat_at = excluded.heartbeat_at, "
-        "ttl = excluded.ttl",
-        (agent_id, workflow, json.dumps(names), now, now, ttl),
-    )
+    # An update, else an insert (not ON CONFLICT, which PostgreSQL's per-project views cannot take); the
+    # caller's transaction holds the project's write lock, so no other registration comes in between.
+    updated = conn.execute(
+        "UPDATE agents SET workflow_id = ?, capabilities = ?, status = 'idle', message = NULL, heartbeat_at = ?, "
+        "ttl = ? WHERE id = ?",
+        (workflow, json.dumps(names), now, ttl, agent_id),
+    ).rowcount
+    if not updated:
+        conn.execute(
+            "INSERT INTO agents (id, workflow_id, capabilities, status, message, registered_at, heartbeat_at, ttl) "
+            "VALUES (?, ?, ?, 'idle', NULL, ?, ?, ?)",
+            (agent_id, workflow, json.dumps(names), now, now, ttl),
+        )
     return get_agent(conn, now, agent_id)
 
 
-def heartbeat(conn: sqlite3.Connection, now: float, agent_id: str, status: str, message: str | None) -> Agent:
+def heartbeat(conn: Conn, now: float, agent_id: str, status: str, message: str | None) -> Agent:
     """Record that the agent is alive, with its status and an optional message."""
     check_agent_id(agent_id)
     if status not in AGENT_STATUSES:
@@ -65,14 +71,14 @@ def heartbeat(conn: sqlite3.Connection, now: float, agent_id: str, status: str, 
     return get_agent(conn, now, agent_id)
 
 
-def get_agent(conn: sqlite3.Connection, now: float, agent_id: str, what: str = "agent") -> Agent:
+def get_agent(conn: Conn, now: float, agent_id: str, what: str = "agent") -> Agent:
     row = conn.execute("SELECT * FROM agents WHERE id = ?", (agent_id,)).fetchone()
     if row is None:
         raise NotFound(f"no {what} {agent_id!r} is registered (register it first)")
     return row_to_agent(row, now)
 
 
-def live_agent(conn: sqlite3.Connection, now: float, agent_id: str, what: str = "agent") -> Agent:
+def live_agent(conn: Conn, now: float, agent_id: str, what: str = "agent") -> Agent:
     """The agent, which must be registered and not stale."""
     agent = get_agent(conn, now, check_agent_id(agent_id, f"{what} id"), what)
     if agent.stale:
@@ -82,7 +88,7 @@ def live_agent(conn: sqlite3.Connection, now: float, agent_id: str, what: str = 
     return agent
 
 
-def touch(conn: sqlite3.Connection, now: float, agent_id: str) -> Agent:
+def touch(conn: Conn, now: float, agent_id: str) -> Agent:
     """The acting agent (registered), whose heartbeat every operation it makes renews.
 
     The row is rewritten only when the heartbeat is older than a fiftieth of
@@ -97,5 +103,5 @@ def touch(conn: sqlite3.Connection, now: float, agent_id: str) -> Agent:
     return row_to_agent(row, now)
 
 
-def stale_agent_ids(conn: sqlite3.Connection, now: float) -> list[str]:
+def stale_agent_ids(conn: Conn, now: float) -> list[str]:
     return [row[0] for row in conn.execute("SELECT id FROM agents WHERE heartbeat_at + ttl <= ?", (now,))]

@@ -58,6 +58,7 @@ class AuditLog:
         """The open log file, locked; reopened when another process has rotated it away."""
         while True:
             if self._fd is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)  # the team channel may live in a database
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:

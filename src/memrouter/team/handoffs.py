@@ -7,13 +7,13 @@ Accepting a handoff that names a task the sender holds moves that claim
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import live_agent, touch
 from memrouter.team.checks import check_agent_id, check_id, check_text, encode, new_id
 from memrouter.team.records import DEFAULT_LEASE, Handoff
+from memrouter.team.sql import Conn, Row
 from memrouter.team.tasks import get_task
 from memrouter.team.workflows import check_room
 
@@ -22,7 +22,7 @@ __all__ = ["create", "get_handoff", "pending", "respond", "row_to_handoff"]
 MAX_REASON_CHARS = 2000
 
 
-def row_to_handoff(row: sqlite3.Row) -> Handoff:
+def row_to_handoff(row: Row) -> Handoff:
     return Handoff(
         id=row["id"], from_agent=row["from_agent"], to_agent=row["to_agent"], context=json.loads(row["context"]),
         task_id=row["task_id"], state=row["state"], workflow_id=row["workflow_id"], created_at=row["created_at"],
@@ -30,7 +30,7 @@ def row_to_handoff(row: sqlite3.Row) -> Handoff:
     )  # fmt: skip
 
 
-def get_handoff(conn: sqlite3.Connection, handoff_id: str) -> Handoff:
+def get_handoff(conn: Conn, handoff_id: str) -> Handoff:
     check_id(handoff_id, "handoff id")
     row = conn.execute("SELECT * FROM handoffs WHERE id = ?", (handoff_id,)).fetchone()
     if row is None:
@@ -38,9 +38,7 @@ def get_handoff(conn: sqlite3.Connection, handoff_id: str) -> Handoff:
     return row_to_handoff(row)
 
 
-def create(
-    conn: sqlite3.Connection, now: float, from_agent: str, to_agent: str, context: Any, task_id: str | None
-) -> Handoff:
+def create(conn: Conn, now: float, from_agent: str, to_agent: str, context: Any, task_id: str | None) -> Handoff:
     """Offer work to ``to_agent``, which must be registered and not stale."""
     check_agent_id(from_agent, "from_agent")
     check_agent_id(to_agent, "to_agent")
@@ -61,9 +59,7 @@ def create(
     return get_handoff(conn, handoff_id)
 
 
-def respond(
-    conn: sqlite3.Connection, now: float, handoff_id: str, agent_id: str, accept: bool, reason: str | None
-) -> Handoff:
+def respond(conn: Conn, now: float, handoff_id: str, agent_id: str, accept: bool, reason: str | None) -> Handoff:
     check_agent_id(agent_id)
     check_text(reason, "the reason", limit=MAX_REASON_CHARS, required=False)
     handoff = get_handoff(conn, handoff_id)
@@ -91,7 +87,7 @@ def respond(
     return get_handoff(conn, handoff_id)
 
 
-def pending(conn: sqlite3.Connection, agent_id: str) -> tuple[Handoff, ...]:
+def pending(conn: Conn, agent_id: str) -> tuple[Handoff, ...]:
     check_agent_id(agent_id)
     rows = conn.execute(
         "SELECT * FROM handoffs WHERE to_agent = ? AND state = 'pending' ORDER BY created_at, id", (agent_id,)

@@ -11,16 +11,15 @@ its records and keeps the compact log, as a normal completion does.
 
 from __future__ import annotations
 
-import sqlite3
-
 from memrouter.team.records import IdleWorkflow
+from memrouter.team.sql import Conn
 from memrouter.team.workflows import TABLES
 
 __all__ = ["idle_workflows"]
 
 # The newest moment each table records for a row of a workflow.
 _ACTIVITY = {
-    "agents": "max(heartbeat_at, registered_at)",
+    "agents": "CASE WHEN heartbeat_at > registered_at THEN heartbeat_at ELSE registered_at END",
     "variables": "updated_at",
     "tasks": "updated_at",
     "handoffs": "coalesce(responded_at, created_at)",
@@ -28,7 +27,7 @@ _ACTIVITY = {
 }
 
 
-def idle_workflows(conn: sqlite3.Connection, cutoff: float) -> list[IdleWorkflow]:
+def idle_workflows(conn: Conn, cutoff: float) -> list[IdleWorkflow]:
     """The active workflows whose last activity is before ``cutoff`` (oldest first)."""
     found = []
     for row in conn.execute("SELECT id, name, owner, started_at FROM workflows WHERE state = 'active'").fetchall():

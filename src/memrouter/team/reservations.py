@@ -9,7 +9,6 @@ reported, never granted over; expired reservations are dropped first.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
@@ -17,6 +16,7 @@ from memrouter.team.agents import touch
 from memrouter.team.checks import check_id, check_seconds, check_text, new_id
 from memrouter.team.globs import may_overlap, normalize_glob
 from memrouter.team.records import Reservation, ReservationConflict, ReservationResult
+from memrouter.team.sql import Conn, Row
 from memrouter.team.workflows import check_room
 
 __all__ = ["drop_expired", "live_reservations", "release", "renew", "reserve"]
@@ -25,7 +25,7 @@ MAX_GLOBS = 100
 MAX_REASON_CHARS = 500
 
 
-def _row(row: sqlite3.Row) -> Reservation:
+def _row(row: Row) -> Reservation:
     return Reservation(
         id=row["id"], agent=row["agent"], paths=tuple(json.loads(row["paths"])), exclusive=bool(row["exclusive"]),
         reason=row["reason"], workflow_id=row["workflow_id"], created_at=row["created_at"],
@@ -33,11 +33,12 @@ def _row(row: sqlite3.Row) -> Reservation:
     )  # fmt: skip
 
 
-def drop_expired(conn: sqlite3.Connection, now: float) -> int:
-    return conn.execute("DELETE FROM reservations WHERE expires_at <= ?", (now,)).rowcount
+def drop_expired(conn: Conn, now: float) -> int:
+    dropped: int = conn.execute("DELETE FROM reservations WHERE expires_at <= ?", (now,)).rowcount
+    return dropped
 
 
-def live_reservations(conn: sqlite3.Connection, now: float, agent_id: str | None = None) -> tuple[Reservation, ...]:
+def live_reservations(conn: Conn, now: float, agent_id: str | None = None) -> tuple[Reservation, ...]:
     if agent_id is None:
         rows = conn.execute("SELECT * FROM reservations WHERE expires_at > ? ORDER BY created_at, id", (now,))
     else:
@@ -48,7 +49,7 @@ def live_reservations(conn: sqlite3.Connection, now: float, agent_id: str | None
 
 
 def reserve(
-    conn: sqlite3.Connection,
+    conn: Conn,
     now: float,
     agent_id: str,
     paths: Iterable[str],
@@ -95,7 +96,7 @@ def reserve(
     return ReservationResult(granted=True, reservation=_row(row))
 
 
-def _own(conn: sqlite3.Connection, now: float, agent_id: str, reservation_id: str) -> Reservation:
+def _own(conn: Conn, now: float, agent_id: str, reservation_id: str) -> Reservation:
     check_id(reservation_id, "reservation id")
     row = conn.execute("SELECT * FROM reservations WHERE id = ? AND expires_at > ?", (reservation_id, now)).fetchone()
     if row is None:
@@ -105,9 +106,7 @@ def _own(conn: sqlite3.Connection, now: float, agent_id: str, reservation_id: st
     return _row(row)
 
 
-def release(
-    conn: sqlite3.Connection, now: float, agent_id: str, reservation_ids: Iterable[str] | None
-) -> tuple[Reservation, ...]:
+def release(conn: Conn, now: float, agent_id: str, reservation_ids: Iterable[str] | None) -> tuple[Reservation, ...]:
     """Release the named reservations of ``agent_id`` (all of its reservations when none are named)."""
     touch(conn, now, agent_id)
     if reservation_ids is None:
@@ -120,7 +119,7 @@ def release(
     return released
 
 
-def renew(conn: sqlite3.Connection, now: float, agent_id: str, reservation_id: str, ttl: float) -> Reservation:
+def renew(conn: Conn, now: float, agent_id: str, reservation_id: str, ttl: float) -> Reservation:
     check_seconds(ttl, "ttl_seconds")
     touch(conn, now, agent_id)
     _own(conn, now, agent_id, reservation_id)

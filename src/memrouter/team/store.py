@@ -112,8 +112,15 @@ class TeamStore:
         """How many transactions of this connection had to wait for another process."""
         return self.conn.busy_waits
 
-    def write(self, change: Callable[[IndexConnection], T]) -> T:
-        """Run ``change`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def write(self, change: Callable[[IndexConnection], T], *, shared: bool = False) -> T:
+        """Run ``change`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises).
+
+        ``shared`` changes nothing here: SQLite has no row locks, so a claim is one writer among the others.
+        """
         with self._lock:
             try:
                 with transaction(self.conn):

@@ -2,7 +2,8 @@
 
 A claim takes the highest-priority queued task whose dependencies are done
 (and whose required capabilities the agent has) inside one ``BEGIN
-IMMEDIATE`` transaction, so exactly one agent gets it. Before each claim,
+IMMEDIATE`` transaction on SQLite, or with the row locked ``FOR UPDATE SKIP
+LOCKED`` on PostgreSQL (``sql.ready_task``), so exactly one agent gets it. Before each claim,
 leases that expired and leases held by stale agents go back to the queue,
 each counted in the task's attempts; a task out of attempts is parked for a
 person instead.
@@ -11,7 +12,6 @@ person instead.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -20,6 +20,7 @@ from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import stale_agent_ids, touch
 from memrouter.team.checks import check_id, check_int, check_names, check_seconds, check_text, encode, new_id
 from memrouter.team.records import TASK_STATES, Task
+from memrouter.team.sql import Conn, Row, ready_task
 from memrouter.team.workflows import active_workflow, check_room
 
 __all__ = ["add", "claim", "complete", "counts", "fail", "get_task", "list_tasks", "reclaim_expired", "renew"]
@@ -36,7 +37,7 @@ _RETURN_OR_PARK = (
 )
 
 
-def row_to_task(conn: sqlite3.Connection, row: sqlite3.Row) -> Task:
+def row_to_task(conn: Conn, row: Row) -> Task:
     deps = tuple(r[0] for r in conn.execute("SELECT depends_on FROM task_deps WHERE task_id = ?", (row["id"],)))
     return Task(
         id=row["id"], title=row["title"], payload=json.loads(row["payload"]) if row["payload"] else None,
@@ -48,7 +49,7 @@ def row_to_task(conn: sqlite3.Connection, row: sqlite3.Row) -> Task:
     )  # fmt: skip
 
 
-def get_task(conn: sqlite3.Connection, task_id: str) -> Task:
+def get_task(conn: Conn, task_id: str) -> Task:
     check_id(task_id, "task id")
     row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
     if row is None:
@@ -57,7 +58,7 @@ def get_task(conn: sqlite3.Connection, task_id: str) -> Task:
 
 
 def add(
-    conn: sqlite3.Connection,
+    conn: Conn,
     now: float,
     title: str,
     payload: Any,
@@ -97,10 +98,10 @@ def add(
     return get_task(conn, task_id)
 
 
-def reclaim_expired(conn: sqlite3.Connection, now: float) -> int:
+def reclaim_expired(conn: Conn, now: float) -> int:
     """Return expired leases, and leases of stale agents, to the queue (or park them); how many."""
     parked = "its lease expired on its last attempt"
-    count = conn.execute(
+    count: int = conn.execute(
         f"UPDATE tasks SET {_RETURN_OR_PARK} WHERE state = 'claimed' AND lease_expires_at <= ?", (parked, now, now)
     ).rowcount
     stale = stale_agent_ids(conn, now)
@@ -113,22 +114,13 @@ def reclaim_expired(conn: sqlite3.Connection, now: float) -> int:
     return count
 
 
-def claim(
-    conn: sqlite3.Connection, now: float, agent_id: str, lease: float, capabilities: Iterable[str] | None
-) -> Task | None:
+def claim(conn: Conn, now: float, agent_id: str, lease: float, capabilities: Iterable[str] | None) -> Task | None:
     """The claimed task, or None when no task is ready for this agent."""
     check_seconds(lease, "lease_seconds")
     agent = touch(conn, now, agent_id)
     have = set(agent.capabilities if capabilities is None else check_names(capabilities, "capabilities"))
     reclaim_expired(conn, now)
-    ready = conn.execute(
-        "SELECT id, requires FROM tasks AS t WHERE state = 'queued' AND NOT EXISTS ("
-        " SELECT 1 FROM task_deps AS d JOIN tasks AS x ON x.id = d.depends_on"
-        " WHERE d.task_id = t.id AND x.state != 'done') "
-        "ORDER BY priority DESC, seq"
-    )
-    chosen = next((row["id"] for row in ready if set(json.loads(row["requires"])) <= have), None)
-    ready.close()
+    chosen = ready_task(conn, have)
     if chosen is None:
         return None
     row = conn.execute(
@@ -139,7 +131,7 @@ def claim(
     return row_to_task(conn, row)
 
 
-def _held(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None) -> Task:
+def _held(conn: Conn, now: float, task_id: str, agent_id: str | None) -> Task:
     """The task, which must be claimed (by ``agent_id`` when given) with a lease still running."""
     task = get_task(conn, task_id)
     if task.state != "claimed":
@@ -153,14 +145,14 @@ def _held(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | No
     return task
 
 
-def renew(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None, lease: float) -> Task:
+def renew(conn: Conn, now: float, task_id: str, agent_id: str | None, lease: float) -> Task:
     check_seconds(lease, "lease_seconds")
     _held(conn, now, task_id, agent_id)
     conn.execute("UPDATE tasks SET lease_expires_at = ?, updated_at = ? WHERE id = ?", (now + lease, now, task_id))
     return get_task(conn, task_id)
 
 
-def complete(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None, result: Any) -> Task:
+def complete(conn: Conn, now: float, task_id: str, agent_id: str | None, result: Any) -> Task:
     text = encode(result, "the result") if result is not None else None
     task = _held(conn, now, task_id, agent_id)
     conn.execute(
@@ -171,7 +163,7 @@ def complete(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str |
     return replace(task, state="done", result=done, lease_expires_at=None, updated_at=now)
 
 
-def fail(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | None, error: str, retry: bool) -> Task:
+def fail(conn: Conn, now: float, task_id: str, agent_id: str | None, error: str, retry: bool) -> Task:
     """Give the task up: back to the queue while attempts are left and ``retry``, else parked or failed."""
     check_text(error, "the error", limit=MAX_ERROR_CHARS)
     task = _held(conn, now, task_id, agent_id)
@@ -184,9 +176,7 @@ def fail(conn: sqlite3.Connection, now: float, task_id: str, agent_id: str | Non
     return get_task(conn, task_id)
 
 
-def list_tasks(
-    conn: sqlite3.Connection, states: Iterable[str] | None, workflow: str | None, limit: int
-) -> tuple[Task, ...]:
+def list_tasks(conn: Conn, states: Iterable[str] | None, workflow: str | None, limit: int) -> tuple[Task, ...]:
     wanted = tuple(states or ())
     for state in wanted:
         if state not in TASK_STATES:
@@ -203,6 +193,6 @@ def list_tasks(
     return tuple(row_to_task(conn, row) for row in rows.fetchall())
 
 
-def counts(conn: sqlite3.Connection) -> dict[str, int]:
+def counts(conn: Conn) -> dict[str, int]:
     found = dict(conn.execute("SELECT state, count(*) FROM tasks GROUP BY state").fetchall())
     return {state: int(found.get(state, 0)) for state in TASK_STATES}

@@ -1,4 +1,4 @@
-"""``Team``: the team channel's one entry point, over ``.memrouter/team.sqlite``.
+"""``Team``: the team channel's one entry point, over ``.memrouter/team.sqlite`` or PostgreSQL.
 
 Each method is one short transaction (see ``store``), validates its
 arguments before changing anything, returns frozen records, and appends a
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memrouter.index.connection import DEFAULT_WRITE_WAIT, IndexConnection
+from memrouter.index.connection import DEFAULT_WRITE_WAIT
 from memrouter.team import agents, handoffs, idle, reservations, tasks, variables, workflows
 from memrouter.team.audit import AuditLog
 from memrouter.team.checks import check_agent_id, check_int, check_seconds
@@ -34,14 +34,24 @@ from memrouter.team.records import (
     Workflow,
     WorkflowReport,
 )
+from memrouter.team.sql import Conn, Storage
 from memrouter.team.store import TeamStore
 
-__all__ = ["Team", "TEAM_FILE", "AUDIT_FILE"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.config import Config
+
+__all__ = ["Team", "TEAM_FILE", "AUDIT_FILE", "in_use"]
 
 T = TypeVar("T")
 TEAM_FILE = "team.sqlite"
 AUDIT_FILE = "audit.jsonl"
 MAX_LISTED = 1000
+
+
+def in_use(config: Config) -> bool:
+    """Whether the project has a team channel to read: a database is configured, or ``team.sqlite`` exists."""
+    return config.index.url is not None or (config.index_dir / TEAM_FILE).exists()
 
 
 class Team:
@@ -57,7 +67,7 @@ class Team:
 
     def __init__(
         self,
-        store: TeamStore,
+        store: Storage,
         audit: AuditLog,
         *,
         clock: Clock | None = None,
@@ -79,17 +89,39 @@ class Team:
         retain_logs: bool = True,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         write_wait: float = DEFAULT_WRITE_WAIT,
+        database: str | None = None,
+        project: str | None = None,
     ) -> Team:
-        """Open (creating or migrating) ``<index_dir>/team.sqlite``; the audit log is ``<index_dir>/audit.jsonl``."""
+        """Open (creating or migrating) ``<index_dir>/team.sqlite``; the audit log is ``<index_dir>/audit.jsonl``.
+
+        With ``database`` (a ``postgresql://`` URL) the channel is that database's rows of ``project``
+        instead (``pgstore``); a database that cannot be reached is ``BackendUnavailable``, never a local file.
+        """
         folder = Path(index_dir)
-        store = TeamStore(folder / TEAM_FILE, write_wait=write_wait)
+        store: Storage
+        if database is not None:
+            from memrouter.team.pgstore import PgTeamStore
+
+            store = PgTeamStore(database, project or "")
+        else:
+            store = TeamStore(folder / TEAM_FILE, write_wait=write_wait)
         return cls(
             store, AuditLog(folder / AUDIT_FILE), clock=clock, retain_logs=retain_logs, max_attempts=max_attempts
         )
 
+    @classmethod
+    def for_config(cls, config: Config, **options: Any) -> Team:
+        """The team channel of a project as configured: PostgreSQL when ``[index] url`` is set, else ``team.sqlite``."""
+        url = config.index.url
+        return cls.open(
+            config.index_dir, write_wait=config.index.write_wait, database=url,
+            project=config.project_key if url else None, **options,
+        )  # fmt: skip
+
     @property
-    def path(self) -> Path:
-        return self._store.path
+    def location(self) -> str:
+        """Where the channel lives: the ``team.sqlite`` file, or the database (password hidden) and project."""
+        return self._store.location
 
     @property
     def busy_waits(self) -> int:
@@ -106,14 +138,16 @@ class Team:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self, change: Callable[[IndexConnection, float], T], who: str | None, op: str, **ids: Any) -> T:
+    def _write(
+        self, change: Callable[[Conn, float], T], who: str | None, op: str, *, shared: bool = False, **ids: Any
+    ) -> T:
         now = self.clock()
-        result = self._store.write(lambda conn: change(conn, now))
+        result = self._store.write(lambda conn: change(conn, now), shared=shared)
         found = getattr(result, "id", None)
         self._audit.append(now, who, op, id=found if isinstance(found, str) else None, **ids)
         return result
 
-    def _read(self, query: Callable[[IndexConnection, float], T]) -> T:
+    def _read(self, query: Callable[[Conn, float], T]) -> T:
         now = self.clock()
         return self._store.read(lambda conn: query(conn, now))
 
@@ -170,7 +204,7 @@ class Team:
         if agent_id is not None:
             check_agent_id(agent_id)
 
-        def query(conn: IndexConnection, now: float) -> TeamState:
+        def query(conn: Conn, now: float) -> TeamState:
             if agent_id is not None:
                 found = [agents.get_agent(conn, now, agent_id)]
             else:
@@ -255,8 +289,9 @@ class Team:
         ``capabilities`` default to the agent's registered ones.
         """
         return self._write(
-            lambda c, now: tasks.claim(c, now, agent_id, lease_seconds, capabilities), agent_id, "task_claim"
-        )
+            lambda c, now: tasks.claim(c, now, agent_id, lease_seconds, capabilities), agent_id, "task_claim",
+            shared=True,
+        )  # fmt: skip
 
     def task_renew(self, task_id: str, lease_seconds: float = DEFAULT_LEASE, *, agent_id: str | None = None) -> Task:
         """Extend a claim's lease from now; the claim must still be live."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from memrouter.errors import NotFound, VersionConflict
 from memrouter.team.checks import check_int, check_key, check_seconds, decode, encode
 from memrouter.team.records import Variable
+from memrouter.team.sql import Conn, Row
 from memrouter.team.workflows import active_workflow, check_room
 
 __all__ = ["delete", "get", "list_", "set_"]
@@ -21,22 +21,22 @@ def _conflict(key: str, expected: int, current: int) -> VersionConflict:
     return VersionConflict(f"{key!r} has {state}, not the expected version {expected}", current)
 
 
-def _row(row: sqlite3.Row) -> Variable:
+def _row(row: Row) -> Variable:
     return Variable(
         key=row["key"], value=decode(row["value"]), version=row["version"], owner=row["owner"],
         workflow_id=row["workflow_id"], updated_at=row["updated_at"], expires_at=row["expires_at"],
     )  # fmt: skip
 
 
-def _current(conn: sqlite3.Connection, now: float, key: str) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute(
+def _current(conn: Conn, now: float, key: str) -> Row | None:
+    row: Row | None = conn.execute(
         f"SELECT * FROM variables WHERE key = ? AND {_LIVE}", (key, now)
     ).fetchone()  # fmt: skip
     return row
 
 
 def set_(
-    conn: sqlite3.Connection,
+    conn: Conn,
     now: float,
     key: str,
     value: Any,
@@ -61,18 +61,23 @@ def set_(
             check_room(conn, workflow)
     expires_at = now + ttl if ttl is not None else None
     # An expired row's version carries on, so an old expected_version can never match a new value.
-    conn.execute(
-        "INSERT INTO variables (key, value, version, owner, workflow_id, updated_at, expires_at) "
-        "VALUES (?, ?, 1, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
-        "version = variables.version + 1, owner = excluded.owner, workflow_id = excluded.workflow_id, "
-        "updated_at = excluded.updated_at, expires_at = excluded.expires_at",
-        (key, text, owner, workflow, now, expires_at),
-    )
+    # An update, else an insert: the caller's transaction holds the project's write lock (see agents.register).
+    updated = conn.execute(
+        "UPDATE variables SET value = ?, version = version + 1, owner = ?, workflow_id = ?, updated_at = ?, "
+        "expires_at = ? WHERE key = ?",
+        (text, owner, workflow, now, expires_at, key),
+    ).rowcount
+    if not updated:
+        conn.execute(
+            "INSERT INTO variables (key, value, version, owner, workflow_id, updated_at, expires_at) "
+            "VALUES (?, ?, 1, ?, ?, ?, ?)",
+            (key, text, owner, workflow, now, expires_at),
+        )
     stored = conn.execute("SELECT * FROM variables WHERE key = ?", (key,)).fetchone()
     return _row(stored)
 
 
-def get(conn: sqlite3.Connection, now: float, key: str) -> Variable:
+def get(conn: Conn, now: float, key: str) -> Variable:
     check_key(key)
     row = _current(conn, now, key)
     if row is None:
@@ -80,7 +85,7 @@ def get(conn: sqlite3.Connection, now: float, key: str) -> Variable:
     return _row(row)
 
 
-def list_(conn: sqlite3.Connection, now: float, prefix: str, limit: int) -> tuple[Variable, ...]:
+def list_(conn: Conn, now: float, prefix: str, limit: int) -> tuple[Variable, ...]:
     if prefix:
         check_key(prefix)
     upper = prefix + "\U0010ffff"
@@ -91,7 +96,7 @@ def list_(conn: sqlite3.Connection, now: float, prefix: str, limit: int) -> tupl
     return tuple(_row(row) for row in rows)
 
 
-def delete(conn: sqlite3.Connection, now: float, key: str, expected_version: int | None) -> Variable:
+def delete(conn: Conn, now: float, key: str, expected_version: int | None) -> Variable:
     """Delete the live value (a ``VersionConflict`` if ``expected_version`` is stale); returns what it was."""
     current = get(conn, now, key)
     if expected_version is not None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.checks import check_id, check_text, new_id
 from memrouter.team.records import MAX_WORKFLOW_RECORDS, Workflow, WorkflowReport
+from memrouter.team.sql import Conn, Row
 
 __all__ = ["active_workflow", "check_room", "complete", "get_workflow", "start"]
 
@@ -17,14 +17,14 @@ MAX_SUMMARY_CHARS = 20_000
 TABLES = ("agents", "variables", "tasks", "handoffs", "reservations")
 
 
-def _row(row: sqlite3.Row) -> Workflow:
+def _row(row: Row) -> Workflow:
     return Workflow(
         id=row["id"], name=row["name"], owner=row["owner"], state=row["state"], started_at=row["started_at"],
         completed_at=row["completed_at"], summary=row["summary"],
     )  # fmt: skip
 
 
-def get_workflow(conn: sqlite3.Connection, workflow_id: str) -> Workflow:
+def get_workflow(conn: Conn, workflow_id: str) -> Workflow:
     check_id(workflow_id, "workflow id")
     row = conn.execute("SELECT * FROM workflows WHERE id = ?", (workflow_id,)).fetchone()
     if row is None:
@@ -32,14 +32,14 @@ def get_workflow(conn: sqlite3.Connection, workflow_id: str) -> Workflow:
     return _row(row)
 
 
-def active_workflow(conn: sqlite3.Connection, workflow_id: str) -> Workflow:
+def active_workflow(conn: Conn, workflow_id: str) -> Workflow:
     workflow = get_workflow(conn, workflow_id)
     if workflow.state != "active":
         raise Conflict(f"workflow {workflow_id} is {workflow.state}; start a new one")
     return workflow
 
 
-def check_room(conn: sqlite3.Connection, workflow_id: str | None, adding: int = 1) -> None:
+def check_room(conn: Conn, workflow_id: str | None, adding: int = 1) -> None:
     """Refuse a record that would take the workflow past ``MAX_WORKFLOW_RECORDS``."""
     if workflow_id is None:
         return
@@ -53,7 +53,7 @@ def check_room(conn: sqlite3.Connection, workflow_id: str | None, adding: int = 
         )
 
 
-def start(conn: sqlite3.Connection, now: float, name: str, owner: str | None) -> Workflow:
+def start(conn: Conn, now: float, name: str, owner: str | None) -> Workflow:
     check_text(name, "a workflow name", limit=200)
     workflow_id = new_id()
     conn.execute(
@@ -63,9 +63,7 @@ def start(conn: sqlite3.Connection, now: float, name: str, owner: str | None) ->
     return get_workflow(conn, workflow_id)
 
 
-def complete(
-    conn: sqlite3.Connection, now: float, workflow_id: str, summary: str | None, retain_logs: bool
-) -> WorkflowReport:
+def complete(conn: Conn, now: float, workflow_id: str, summary: str | None, retain_logs: bool) -> WorkflowReport:
     """Clear the workflow's records; keep a compact log (ids and states, no payloads) if ``retain_logs``.
 
     The summary is returned, not escalated: turning it into a sprint memory

@@ -26,15 +26,27 @@ def _wait(start: Any) -> None:
         start.wait()
 
 
+def _open(index_dir: str, database: str | None, project: str | None) -> Team:
+    """The team channel in ``index_dir`` (``team.sqlite``), or in PostgreSQL at ``database`` under ``project``."""
+    return Team.open(Path(index_dir), database=database, project=project)
+
+
 def claim_until_empty(
-    index_dir: str, agent: str, lease: float = 60.0, start: Any = None, stop_after: int | None = None
+    index_dir: str,
+    agent: str,
+    lease: float = 60.0,
+    start: Any = None,
+    stop_after: int | None = None,
+    *,
+    database: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
     """Claim and complete tasks until the queue is empty (or ``stop_after`` claims, leaving them held)."""
     completed: list[str] = []
     held: list[str] = []
     latencies: list[float] = []
     errors: list[str] = []
-    with Team.open(Path(index_dir)) as team:
+    with _open(index_dir, database, project) as team:
         team.register(agent, ttl=3600)
         _wait(start)
         began = time.perf_counter()
@@ -67,11 +79,13 @@ def claim_until_empty(
     }
 
 
-def increment_counter(index_dir: str, key: str, times: int, start: Any = None) -> dict[str, Any]:
+def increment_counter(
+    index_dir: str, key: str, times: int, start: Any = None, *, database: str | None = None, project: str | None = None
+) -> dict[str, Any]:
     """Add one to the counter ``key`` ``times`` times with compare-and-set, retrying on conflicts."""
     conflicts = 0
     errors: list[str] = []
-    with Team.open(Path(index_dir)) as team:
+    with _open(index_dir, database, project) as team:
         _wait(start)
         done = 0
         while done < times:
@@ -108,21 +122,28 @@ def set_and_get(index_dir: str, agent: str, count: int, start: Any = None) -> di
     return {"agent": agent, "latencies": latencies, "errors": errors, "took": took}
 
 
-def _report_to_file(target: Callable[..., dict[str, Any]], args: tuple[Any, ...], start: Any, out: str) -> None:
-    report = target(*args, start=start)
+def _report_to_file(
+    target: Callable[..., dict[str, Any]], args: tuple[Any, ...], start: Any, out: str, options: dict[str, Any]
+) -> None:
+    report = target(*args, start=start, **options)
     Path(out).write_text(json.dumps(report), encoding="utf-8")
 
 
 def run_processes(
-    target: Callable[..., dict[str, Any]], argsets: list[tuple[Any, ...]], folder: Path, *, timeout: float = 600
+    target: Callable[..., dict[str, Any]],
+    argsets: list[tuple[Any, ...]],
+    folder: Path,
+    *,
+    timeout: float = 600,
+    options: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run ``target(*args, start=event)`` in one spawned interpreter per argument tuple, all released
-    together once every one has started; returns their reports (a missing report is an error)."""
+    """Run ``target(*args, start=event, **options)`` in one spawned interpreter per argument tuple, all
+    released together once every one has started; returns their reports (a missing report is an error)."""
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     outs = [folder / f"report-{target.__name__}-{n}.json" for n in range(len(argsets))]
     procs = [
-        ctx.Process(target=_report_to_file, args=(target, args, start, str(out)))
+        ctx.Process(target=_report_to_file, args=(target, args, start, str(out), options or {}))
         for args, out in zip(argsets, outs, strict=True)
     ]
     for proc in procs:
