@@ -45,12 +45,15 @@ def bare_sqlite(folder: Path, count: int) -> tuple[float, float]:
     return count / took, percentiles(latencies)[1] * 1000
 
 
-def claims(folder: Path, processes: int, count: int) -> dict[str, Any]:
+def claims(folder: Path, processes: int, count: int, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Claim+complete ``count`` tasks with ``processes`` processes (``options``: ``database`` and ``project``)."""
     index_dir = folder / f"claims-{processes}"
-    with Team.open(index_dir) as team:
+    with Team.open(index_dir, **(options or {})) as team:
         for number in range(count):
             team.task_add(f"task {number}", {"n": number})
-    reports = run_processes(claim_until_empty, [(str(index_dir), f"agent-{n}") for n in range(processes)], folder)
+    reports = run_processes(
+        claim_until_empty, [(str(index_dir), f"agent-{n}") for n in range(processes)], folder, options=options
+    )
     done = [task for r in reports for task in r["completed"]]
     latencies = [x for r in reports for x in r["latencies"]]
     wall = max(r["took"] for r in reports)

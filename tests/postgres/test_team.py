@@ -150,3 +150,27 @@ def test_the_router_team_follows_the_index_url(memories: Path, tmp_path: Path, d
     assert not (tmp_path / "one" / "team.sqlite").exists() and not (tmp_path / "two" / "team.sqlite").exists()
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT project, count(*) FROM team_tasks GROUP BY project").fetchall() == [("shared", 1)]
+
+
+@pytest.mark.anyio
+async def test_the_mcp_team_tools_use_the_database(memories: Path, tmp_path: Path, database_url: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from mcp import Client
+    from mcp_types import Implementation
+
+    from memrouter.mcp.server import create_server
+    from memrouter.mcp.service import MemoryService
+
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMROUTER_PROJECT", "mcp")
+    with Router.open(root=memories, index_dir=tmp_path / "index", watch=False) as router:
+        server = create_server(MemoryService(router))
+        async with Client(server, client_info=Implementation(name="alice", version="1")) as alice:
+            registered = await alice.call_tool("team_register", {"capabilities": ["python"]})
+            assert not registered.is_error, registered.content[0].text
+            added = await alice.call_tool("task_add", {"title": "port the parser"})
+            assert not added.is_error, added.content[0].text
+        assert router.team().task_list()[0].title == "port the parser"
+    assert not (tmp_path / "index" / "team.sqlite").exists()
+    with psycopg.connect(database_url) as conn:
+        assert conn.execute("SELECT project, id FROM team_agents").fetchall() == [("mcp", "alice")]

@@ -5,9 +5,10 @@ runs in one transaction that first names its project and the schema of the
 per-project views (``memrouter.pgindex.schema_team``), the one place a team
 statement is scoped. Writes hold the project's advisory lock, so they follow
 one another as ``BEGIN IMMEDIATE`` makes them on SQLite (a compare-and-set
-never loses an update); task claims hold it shared and lock only the task
-they take (``FOR UPDATE SKIP LOCKED``), so agents on many machines claim side
-by side and each task goes to exactly one of them. Reads see one snapshot.
+never loses an update); the changes of one task (claim, renew, complete,
+fail) hold it shared and lock only their task's row (a claim: ``FOR UPDATE
+SKIP LOCKED``), so agents on many machines claim and complete side by side
+and each task goes to exactly one of them. Reads see one snapshot.
 
 Team state is live, not derived from the files, so it has one home: when
 PostgreSQL is configured and cannot be reached, every team operation fails
@@ -116,14 +117,13 @@ class PgTeamStore:
                 with self.database.connection() as conn, conn.transaction():
                     if lock is None:
                         conn.execute(b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    # One round trip: the project, the schema of its views, and the lock (none for a read).
+                    locking = f", {lock}(hashtext('memrouter-team:' || %s))" if lock else ""
                     conn.execute(
-                        b"SELECT set_config('memrouter.project', %s, true), set_config('search_path', %s, true)",
-                        (self.project, TEAM_SCHEMA),
+                        f"SELECT set_config('memrouter.project', %s, true), set_config('search_path', %s, true)"
+                        f"{locking}".encode(),
+                        (self.project, TEAM_SCHEMA, self.project) if lock else (self.project, TEAM_SCHEMA),
                     )
-                    if lock is not None:
-                        conn.execute(
-                            f"SELECT {lock}(hashtext('memrouter-team:' || %s))".encode(), (self.project,)
-                        )  # fmt: skip
                     return work(PgConn(conn))
             except BackendUnavailable as exc:
                 if isinstance(exc.__cause__, TransactionRollback) and attempt + 1 < ATTEMPTS:
@@ -133,7 +133,7 @@ class PgTeamStore:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def write(self, change: Callable[[PgConn], T], *, shared: bool = False) -> T:
-        """Run ``change`` in one transaction holding the project's write lock (``shared``: a task claim)."""
+        """Run ``change`` in one transaction holding the project's write lock (``shared``: a change of one task)."""
         return self._run(change, "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock")
 
     def read(self, query: Callable[[PgConn], T]) -> T:

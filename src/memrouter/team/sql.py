@@ -47,8 +47,9 @@ class Storage(Protocol):
     def write(self, change: Callable[[Conn], T], *, shared: bool = False) -> T:
         """Run ``change`` in one transaction that no other write of the project overlaps.
 
-        ``shared``: a task claim, which may overlap other claims where the
-        store locks rows (PostgreSQL); it locks the rows it takes.
+        ``shared``: a change of task rows alone (claim, renew, complete, fail),
+        which may overlap other such changes where the store locks rows
+        (PostgreSQL); it locks the rows it changes first.
         """
         ...
 

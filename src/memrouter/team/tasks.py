@@ -20,7 +20,7 @@ from memrouter.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import stale_agent_ids, touch
 from memrouter.team.checks import check_id, check_int, check_names, check_seconds, check_text, encode, new_id
 from memrouter.team.records import TASK_STATES, Task
-from memrouter.team.sql import Conn, Row, ready_task
+from memrouter.team.sql import Conn, Row, is_postgres, ready_task
 from memrouter.team.workflows import active_workflow, check_room
 
 __all__ = ["add", "claim", "complete", "counts", "fail", "get_task", "list_tasks", "reclaim_expired", "renew"]
@@ -132,7 +132,13 @@ def claim(conn: Conn, now: float, agent_id: str, lease: float, capabilities: Ite
 
 
 def _held(conn: Conn, now: float, task_id: str, agent_id: str | None) -> Task:
-    """The task, which must be claimed (by ``agent_id`` when given) with a lease still running."""
+    """The task, which must be claimed (by ``agent_id`` when given) with a lease still running.
+
+    On PostgreSQL the row is locked first, so a claim's return of expired
+    leases (or another completion) waits for this change, and the task is read as it is now.
+    """
+    if is_postgres(conn):
+        conn.execute("SELECT 1 FROM tasks WHERE id = ? FOR UPDATE", (check_id(task_id, "task id"),))
     task = get_task(conn, task_id)
     if task.state != "claimed":
         raise Conflict(f"task {task_id} is {task.state}, not claimed")

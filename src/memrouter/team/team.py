@@ -295,15 +295,21 @@ class Team:
 
     def task_renew(self, task_id: str, lease_seconds: float = DEFAULT_LEASE, *, agent_id: str | None = None) -> Task:
         """Extend a claim's lease from now; the claim must still be live."""
-        return self._write(lambda c, now: tasks.renew(c, now, task_id, agent_id, lease_seconds), agent_id, "task_renew")
+        return self._write(
+            lambda c, now: tasks.renew(c, now, task_id, agent_id, lease_seconds), agent_id, "task_renew", shared=True
+        )
 
     def task_complete(self, task_id: str, result: Any = None, *, agent_id: str | None = None) -> Task:
         """Mark a claimed task done with a JSON ``result`` (by its holder, when ``agent_id`` is given)."""
-        return self._write(lambda c, now: tasks.complete(c, now, task_id, agent_id, result), agent_id, "task_complete")
+        return self._write(
+            lambda c, now: tasks.complete(c, now, task_id, agent_id, result), agent_id, "task_complete", shared=True
+        )
 
     def task_fail(self, task_id: str, error: str, retry: bool = True, *, agent_id: str | None = None) -> Task:
         """Give a claimed task up: requeued while attempts are left and ``retry``, else parked (or failed)."""
-        task = self._write(lambda c, now: tasks.fail(c, now, task_id, agent_id, error, retry), agent_id, "task_fail")
+        task = self._write(
+            lambda c, now: tasks.fail(c, now, task_id, agent_id, error, retry), agent_id, "task_fail", shared=True
+        )
         return task
 
     def task_get(self, task_id: str) -> Task:
