@@ -7,6 +7,9 @@ are: each runs once on ``team.sqlite`` and once on PostgreSQL (``conftest.STORES
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +33,7 @@ from memrouter import Router
 from memrouter.errors import BackendUnavailable, MemoryRouterError
 from memrouter.team import ManualClock, Team
 from memrouter.testing.postgres_server import running_postgres, stop
+from memrouter.testing.servers import free_port
 from memrouter.testing.team_workload import claim_until_empty, increment_counter, run_processes
 
 __all__ = [
@@ -135,6 +139,15 @@ def test_postgres_down_is_a_clear_error_and_nothing_local(tmp_path: Path) -> Non
     assert not (tmp_path / "team.sqlite").exists()
 
 
+def test_the_cli_says_the_database_is_down_and_exits_3(memories: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "MEMROUTER_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/x",
+           "MEMROUTER_PROJECT": "p"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
+                           "team", "register", "alice"], capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 3 and "team channel is in PostgreSQL" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "idx" / "team.sqlite").exists()
+
+
 def test_the_router_team_follows_the_index_url(memories: Path, tmp_path: Path, database_url: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Two machines (two index folders) of one repository share one channel; the key is the project's."""
@@ -174,3 +187,23 @@ async def test_the_mcp_team_tools_use_the_database(memories: Path, tmp_path: Pat
     assert not (tmp_path / "index" / "team.sqlite").exists()
     with psycopg.connect(database_url) as conn:
         assert conn.execute("SELECT project, id FROM team_agents").fetchall() == [("mcp", "alice")]
+
+
+def test_a_database_made_before_the_team_tables_is_migrated_on_open(tmp_path: Path, database_url: str) -> None:
+    """A database an older memrouter made (index migrations only) gets ``0003_team_channel`` when a team opens it."""
+    from memrouter.pgindex.schema import MIGRATIONS
+
+    older = [(name, sql) for name, sql in MIGRATIONS if name < "0003"]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(
+            b"CREATE TABLE memrouter_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for name, sql in older:
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO memrouter_migrations (name) VALUES (%s)", (name,))
+    with Team.open(tmp_path, database=database_url, project="old") as team:
+        team.register("alice")
+        assert team.team_set("k", 1).version == 1
+    with psycopg.connect(database_url) as conn:
+        applied = [row[0] for row in conn.execute("SELECT name FROM memrouter_migrations ORDER BY name")]
+    assert applied == [name for name, _ in MIGRATIONS] and "0003_team_channel" in applied
