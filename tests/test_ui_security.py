@@ -135,6 +135,20 @@ def test_with_a_token_every_request_must_carry_it(router: Router) -> None:
     assert fresh.post(f"/review/approve?token={TOKEN}", data={"name": "review/cache-ttl"}).status_code == 401
 
 
+@pytest.mark.parametrize("token", ["semi;colon=yes", 'a, "quoted" token', "100%25 sure", "naïve"])
+def test_a_token_with_cookie_syntax_in_it_still_works_from_the_cookie(router: Router, token: str) -> None:
+    client = TestClient(create_app(router, token=token), base_url="http://192.0.2.10:8766")
+    entered = client.get("/review", params={"token": token}, follow_redirects=False)
+    assert entered.status_code == 303
+    cookie = entered.headers["set-cookie"]
+    value = cookie.split(";", 1)[0].split("=", 1)[1]
+    assert all(c.isalnum() or c in "%-._~" for c in value), cookie  # one cookie value, nothing split off
+    assert client.get("/review").status_code == 200
+    cut = TestClient(create_app(router, token=token), base_url="http://192.0.2.10:8766")
+    cut.cookies.set("memrouter_ui", value[:-1])
+    assert cut.get("/review").status_code == 401
+
+
 def test_every_response_carries_the_security_headers(client: TestClient) -> None:
     for url in ("/", "/static/ui.js", "/nowhere"):
         headers = client.get(url).headers
