@@ -152,7 +152,8 @@ def test_team_board_and_its_live_fragment(client: TestClient, router: Router) ->
     task = team.task_add("Write the parser")
     team.task_claim("builder", lease_seconds=300)
     page = client.get("/team")
-    assert 'data-live="/team/live"' in page.text and "builder" in page.text and "Write the parser" in page.text
+    assert 'data-events="/team/events"' in page.text and 'data-live="/team/live"' in page.text
+    assert "builder" in page.text and "Write the parser" in page.text
     fragment = client.get("/team/live")
     assert "<html" not in fragment.text and task.id in fragment.text and "left" in fragment.text
 

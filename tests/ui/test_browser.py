@@ -99,9 +99,28 @@ def test_a_task_claim_appears_on_the_team_board_without_reload(served: Served, p
     board = page.locator("#board")
     expect(board).to_contain_text("Write the parser", timeout=WAIT_MS)
     expect(board).to_contain_text("left")
+    expect(board).to_have_attribute("data-via", "events")  # pushed by server-sent events, not polled
     assert page.evaluate("window.__sameDocument") is True
     screenshot(page, "team")
     assert _axe_serious(page) == []
+
+
+def test_without_event_source_the_team_board_polls(served: Served, browser: Any) -> None:
+    context = browser.new_context()
+    context.add_init_script("delete window.EventSource;")
+    page = context.new_page()
+    try:
+        page.goto(served.address + "/team")
+        with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
+            team = router.team()
+            team.register("reviewer", capabilities=["docs"])
+            team.task_add("Read the changelog")
+            assert team.task_claim("reviewer", lease_seconds=600) is not None
+        board = page.locator("#board")
+        expect(board).to_contain_text("Read the changelog", timeout=WAIT_MS)
+        expect(board).to_have_attribute("data-via", "polling")
+    finally:
+        context.close()
 
 
 def test_approve_a_pending_memory_by_keyboard(served: Served, page: Page) -> None:

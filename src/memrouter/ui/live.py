@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["health", "team", "team_live", "timeline"]
+__all__ = ["board_fragment", "health", "team", "team_live", "timeline"]
 
 TIMELINE_LINES = 200
 TIMELINE_COMMITS = 30
@@ -32,8 +32,13 @@ def team(ui: UiContext, request: Request) -> Response:
 
 
 def team_live(ui: UiContext, request: Request) -> Response:
-    """The board alone, as a fragment the team page fetches every ``poll_ms``."""
+    """The board alone, as a fragment the team page fetches every ``poll_ms`` when server-sent events fail."""
     return ui.page(request, "team_board.html", **_board(ui))
+
+
+def board_fragment(ui: UiContext) -> str:
+    """The board's HTML fragment, as ``/team/events`` sends it."""
+    return ui.render("team_board.html", **_board(ui))
 
 
 def timeline(ui: UiContext, request: Request) -> Response:

@@ -1,4 +1,4 @@
-// memrouter ui: expand graph nodes in place, refresh the team board. No inline scripts (see the CSP).
+// memrouter ui: the graph's drawing, the live team board, the time travel slider. No inline scripts (see the CSP).
 "use strict";
 
 async function fetchFragment(url) {
@@ -34,18 +34,36 @@ function setUpGraph() {
   });
 }
 
+// The team board: server-sent events push it when the team changes; without them (no EventSource, or the
+// stream refused), the board is fetched every data-every ms instead.
 function setUpLive() {
   for (const region of document.querySelectorAll("[data-live]")) {
     const every = Number(region.dataset.every) || 2000;
-    const refresh = async () => {
-      try {
-        region.innerHTML = await fetchFragment(region.dataset.live); // server-rendered, escaped
-        region.dataset.refreshed = String(Number(region.dataset.refreshed || 0) + 1);
-      } catch (error) {
-        region.dataset.error = String(error);
-      }
+    const show = (html, via) => {
+      region.innerHTML = html; // server-rendered, escaped
+      region.dataset.via = via;
+      region.dataset.refreshed = String(Number(region.dataset.refreshed || 0) + 1);
     };
-    setInterval(refresh, every);
+    let polling = null;
+    const poll = () => {
+      if (polling !== null) return;
+      polling = setInterval(async () => {
+        try {
+          show(await fetchFragment(region.dataset.live), "polling");
+        } catch (error) {
+          region.dataset.error = String(error);
+        }
+      }, every);
+    };
+    if (!region.dataset.events || typeof EventSource !== "function") {
+      poll();
+      continue;
+    }
+    const source = new EventSource(region.dataset.events);
+    source.addEventListener("board", (event) => show(event.data, "events"));
+    source.addEventListener("error", () => {
+      if (source.readyState === EventSource.CLOSED) poll(); // refused for good; reconnecting is automatic
+    });
   }
 }
 
