@@ -44,7 +44,8 @@ def _files(router: Router) -> dict[str, str]:
         "/?q=a&q=b", "/?q=x&mode=fuzzy", "/?q=x&channel=nowhere", "/?q=x&limit=-1", "/?q=x&limit=1e9",
         "/?q=" + "x" * 1001, "/?q=x%00y", "/?q=x&as_of=--output%3D%2Ftmp%2Fx", "/?q=x&as_of=no-such-commit",
         "/memory/a%00b", "/memory/..%2F..%2Fetc%2Fpasswd", "/memory/decisions/database?as_of=1999-01-01T00:00:00x",
-        "/graph/expand", "/graph/expand?name=", "/health?janitor=yes", "/timeline?name=a&name=b", "/edit/a%00b",
+        "/graph/drawing", "/graph/drawing?name=", "/graph?name=adr/adr-001" + "&open=x" * 13,
+        "/graph?name=adr/adr-001&open=" + "x" * 1001, "/health?janitor=yes", "/timeline?name=a&name=b", "/edit/a%00b",
     ],
 )  # fmt: skip
 def test_malformed_requests_get_a_clear_4xx(client: TestClient, router: Router, url: str) -> None:

@@ -77,13 +77,27 @@ def test_time_travel_to_an_earlier_commit(served: Served, page: Page) -> None:
 
 def test_expand_the_graph(served: Served, page: Page) -> None:
     page.goto(served.address + "/graph?name=decisions/database")
-    node = page.locator("button.expand[data-expand='adr/adr-001']").first
+    page.evaluate("window.__sameDocument = true")
+    drawing = page.locator("#graph svg.graph-drawing")
+    expect(drawing.locator("text.edge-label")).to_have_count(3)
+    node = drawing.locator("a.node[data-node='adr/adr-001']")
     expect(node).to_have_attribute("aria-expanded", "false")
-    node.click()
+    expect(drawing.locator("[data-node='missing/note']")).to_have_count(0)
+    _tab_to(page, "adr/adr-001")  # by keyboard: the node is a link
+    page.keyboard.press("Enter")
+    node = drawing.locator("a.node[data-node='adr/adr-001']")
     expect(node).to_have_attribute("aria-expanded", "true")
-    expect(page.locator("#graph .children").first).to_contain_text("missing/note (dangling)")
+    expect(node).to_be_focused()  # swapped in place, the focus kept
+    dangling = drawing.locator("g.dangling-node[data-node='missing/note']")
+    expect(dangling).to_contain_text("missing/note (dangling)")
+    expect(page.locator("table.graph-edges")).to_contain_text("missing/note (dangling)")
+    page.wait_for_url("**/graph?name=decisions%2Fdatabase&open=adr%2Fadr-001")
+    assert page.evaluate("window.__sameDocument") is True
     screenshot(page, "graph")
     assert _axe_serious(page) == []
+    node.click()  # and closed again
+    expect(drawing.locator("[data-node='missing/note']")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_a_task_claim_appears_on_the_team_board_without_reload(served: Served, page: Page) -> None:

@@ -141,7 +141,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         Route("/", bound(pages.search)),
         Route("/memory/{name:path}", bound(pages.memory)),
         Route("/graph", bound(pages.graph)),
-        Route("/graph/expand", bound(pages.graph_expand)),
+        Route("/graph/drawing", bound(pages.graph_drawing)),
         Route("/review", bound(actions.review)),
         Route("/review/approve", bound_post(actions.approve), methods=["POST"]),
         Route("/review/reject", bound_post(actions.reject), methods=["POST"]),

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.model import CHANNELS, MODES, STATUSES, Memory, Relation
-from memrouter.ui.params import field, whole_number
+from memrouter.ui.graphview import MAX_OPEN, Drawing, build
+from memrouter.ui.params import field, fields, whole_number
 from memrouter.ui.render import diff_lines
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["graph", "graph_expand", "memory", "search"]
+__all__ = ["graph", "graph_drawing", "memory", "search"]
 
 MAX_VERSIONS_SHOWN = 10
 SLIDER_COMMITS = 30
@@ -132,31 +133,28 @@ def memory(ui: UiContext, request: Request) -> Response:
     )  # fmt: skip
 
 
-def _relations(ui: UiContext, name: str) -> list[dict[str, Any]]:
-    """``name``'s edges, each with the node at its other end (the one to expand)."""
-    shown = []
-    for relation in ui.router.neighbors(name):
-        outgoing = relation.source == name
-        other = relation.target if outgoing else relation.source
-        kind = relation.target_kind if outgoing else "memory"
-        shown.append({"relation": relation, "other": other, "outgoing": outgoing, "kind": kind,
-                      "dangling": outgoing and relation.target_kind == "mem"})  # fmt: skip
-    return shown
+def _drawing(ui: UiContext, request: Request) -> tuple[Any, Drawing | None]:
+    """The entity named by ``?name=`` and its drawn neighbourhood with the ``?open=`` nodes opened (None, None: no name)."""
+    name = field(request, "name")
+    if name is None:
+        return None, None
+    opened = fields(request, "open", MAX_OPEN)
+    entity = ui.router.get_entity(name, include_relations=False)
+    return entity, build(entity.name, entity.kind, opened, lambda node: _neighbours(ui, node))
 
 
 def graph(ui: UiContext, request: Request) -> Response:
-    """The graph around a memory or entity: its edges, each other end expandable in place."""
-    name = field(request, "name")
-    entity = ui.router.get_entity(name, include_relations=False) if name is not None else None
-    relations = _relations(ui, entity.name) if entity is not None else []
+    """The graph around a memory or entity, drawn; without a name, edge counts and dangling references."""
+    entity, drawing = _drawing(ui, request)
     stats = ui.router.graph_stats() if entity is None else None
-    return ui.page(request, "graph.html", name=name, entity=entity, relations=relations, stats=stats, title="Graph")
+    return ui.page(
+        request, "graph.html", name=field(request, "name"), entity=entity, drawing=drawing, stats=stats, title="Graph"
+    )
 
 
-def graph_expand(ui: UiContext, request: Request) -> Response:
-    """The edges of one node, as a fragment the graph page inserts under it."""
-    name = field(request, "name")
-    if name is None:
-        raise InvalidInput("say which node to expand: ?name=")
-    entity = ui.router.get_entity(name, include_relations=False)
-    return ui.page(request, "graph_nodes.html", relations=_relations(ui, entity.name))
+def graph_drawing(ui: UiContext, request: Request) -> Response:
+    """The drawing alone, as a fragment the graph page swaps in when a node is opened or closed."""
+    entity, drawing = _drawing(ui, request)
+    if drawing is None:
+        raise InvalidInput("say which memory or entity to draw: ?name=")
+    return ui.page(request, "graph_drawing.html", entity=entity, drawing=drawing)

@@ -7,31 +7,27 @@ async function fetchFragment(url) {
   return response.text();
 }
 
+// The graph: selecting a node opens or closes its edges. The links work without script (a new page);
+// here the drawing is swapped in place and the focus stays on the node.
 function setUpGraph() {
-  document.addEventListener("click", async (event) => {
-    const button = event.target.closest("button.expand");
-    if (!button) return;
-    const node = button.closest("li");
-    const open = node.querySelector(":scope > .children");
-    if (open) {
-      open.remove();
-      button.setAttribute("aria-expanded", "false");
-      return;
-    }
-    button.disabled = true;
+  const holder = document.getElementById("graph");
+  if (!holder) return;
+  holder.addEventListener("click", async (event) => {
+    const link = event.target.closest("a[data-drawing]");
+    if (!link) return;
+    event.preventDefault();
+    const name = link.dataset.node;
+    const address = link.getAttribute("href");
     try {
-      const html = await fetchFragment(`/graph/expand?name=${encodeURIComponent(button.dataset.expand)}`);
-      const children = document.createElement("div");
-      children.className = "children";
-      children.innerHTML = html; // server-rendered, escaped
-      node.appendChild(children);
-      button.setAttribute("aria-expanded", "true");
+      holder.innerHTML = await fetchFragment(link.dataset.drawing); // server-rendered, escaped
+      history.pushState({ graph: true }, "", address);
+      const again = [...holder.querySelectorAll("a[data-node]")].find((node) => node.dataset.node === name);
+      if (again) again.focus();
     } catch (error) {
-      button.title = String(error);
-    } finally {
-      button.disabled = false;
+      window.location.assign(address);
     }
   });
+  window.addEventListener("popstate", () => window.location.reload());
 }
 
 // The team board: server-sent events push it when the team changes; without them (no EventSource, or the
