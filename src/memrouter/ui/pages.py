@@ -103,17 +103,6 @@ def _neighbours(ui: UiContext, name: str, as_of: str | None = None) -> list[Rela
         return []
 
 
-def _sync_states(ui: UiContext, name: str) -> list[tuple[str, str, str]]:
-    """(service, state, why) for each configured external service, from the local sync records."""
-    if not ui.router.config.backends:
-        return []
-    states = []
-    for report in ui.router.validate():
-        entry = next((e for e in report.details if e.name == name), None)
-        states.append((report.backend, entry.state, entry.reason) if entry else (report.backend, "in_sync", ""))
-    return states
-
-
 def memory(ui: UiContext, request: Request) -> Response:
     """One memory: rendered body, front matter, provenance, history with diffs, neighbours, guard flags."""
     name = request.path_params["name"]
@@ -128,7 +117,7 @@ def memory(ui: UiContext, request: Request) -> Response:
         request, "memory.html", memory=found, fields=_fields(found), as_of=as_of, version=version,
         provenance=ui.router.provenance(found.name) if as_of is None else None,
         history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
-        sync=_sync_states(ui, found.name) if as_of is None else [],
+        sync=ui.router.sync_states(found.name, found.hash) if as_of is None else [],
         flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
     )  # fmt: skip
 
