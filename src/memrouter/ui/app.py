@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from memrouter.router import Router
+    from memrouter.ui.gitview import GitView
 
 __all__ = ["UiContext", "create_app"]
 
@@ -50,6 +51,7 @@ class UiContext:
     router: Router
     env: jinja2.Environment
     reviewer: str | None
+    git: GitView
     csrf: str = field(default_factory=new_secret)
     poll_ms: int = 2000
     streams: int = 0  # server-sent event streams open now (``events``)
@@ -114,9 +116,10 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
     from starlette.staticfiles import StaticFiles
 
     from memrouter.ui import actions, events, live, pages
+    from memrouter.ui.gitview import GitView
     from memrouter.ui.render import environment
 
-    ui = UiContext(router, environment(), reviewer)
+    ui = UiContext(router, environment(), reviewer, GitView(router.config.root))
     ui.env.globals["asset_version"] = asset_version()
 
     def bound(handler: Callable[[UiContext, Request], Response]) -> Callable[[Request], Response]:

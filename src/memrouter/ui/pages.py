@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["graph", "graph_drawing", "memory", "search"]
 
 MAX_VERSIONS_SHOWN = 10
-SLIDER_COMMITS = 30
 _FIELDS = (
     "title", "channel", "kind", "scope", "status", "tags", "source", "author", "confidence", "verified_by",
     "created", "updated", "valid_from", "valid_until", "supersedes", "superseded_by", "expires", "anchors",
@@ -47,22 +46,8 @@ def search(ui: UiContext, request: Request) -> Response:
         )  # fmt: skip
     return ui.page(
         request, "search.html", form=form, hits=hits, modes=MODES, channels=CHANNELS, statuses=STATUSES,
-        searched=form["q"] is not None, commits=_recent_commits(ui), title="Search",
+        searched=form["q"] is not None, commits=ui.git.slider_commits(), title="Search",
     )  # fmt: skip
-
-
-def _recent_commits(ui: UiContext) -> list[dict[str, str]]:
-    """The project's last commits, oldest first, for the time travel slider (none outside git)."""
-    from memrouter.session.git import GitError, GitSession
-
-    try:
-        found = GitSession(ui.router.config.project_dir or ui.router.config.root).get_recent_commits(SLIDER_COMMITS)
-    except GitError:
-        return []
-    return [
-        {"commit": c["short"], "label": f"{c['date'][:10]} {c['short']} {c['subject'][:60]}"}
-        for c in reversed(found["commits"])
-    ]
 
 
 def _fields(memory: Memory) -> list[tuple[str, str]]:
