@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-    from pathlib import Path
 
     from starlette.requests import Request
     from starlette.responses import Response
@@ -56,11 +56,14 @@ def message(event: str, data: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
-async def _board_stream(ui: UiContext, watch: TeamWatch) -> AsyncIterator[str]:
+async def _board_stream(ui: UiContext, path: Path) -> AsyncIterator[str]:
     from starlette.concurrency import run_in_threadpool
 
     from memrouter.ui.live import board_fragment
 
+    # Opened and counted once the stream starts: a client gone before that leaves nothing behind.
+    watch = TeamWatch(path)
+    ui.streams += 1
     try:
         yield f"retry: {RETRY_MS}\n\n"
         seen: int | None = None
@@ -86,7 +89,5 @@ async def team_events(ui: UiContext, request: Request) -> Response:
     if ui.streams >= MAX_STREAMS:
         raise HTTPException(503, "too many live team boards are open; this page refreshes by polling instead")
     team = await run_in_threadpool(ui.router.team)  # creates team.sqlite when there is none yet
-    watch = TeamWatch(team.path)
-    ui.streams += 1
     headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
-    return StreamingResponse(_board_stream(ui, watch), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(_board_stream(ui, team.path), media_type="text/event-stream", headers=headers)
