@@ -9,7 +9,12 @@ Prints, in one run:
   navigation (to the load event) and of its request to last byte; target 100 ms;
 - baselines from the same run: ``Router.search`` in this process on the same
   corpus (the library's share), and the browser fetching the UI's stylesheet
-  (the transport's share).
+  (the transport's share);
+- the team board: from a task claimed in this process to the claim shown on
+  an open ``/team`` page, pushed by server-sent events, against the same
+  page with ``EventSource`` removed (it polls every 2 s: the baseline), the
+  claims spread over the poll's phase;
+- the graph page of one memory, drawn (navigation to the load event).
 
 Needs what ``make test-ui`` installs (Chromium, the ``ui-test`` extra).
 Usage: python benchmarks/bench_ui.py [CORPUS_DIR] [--rounds N] [--chromium PATH]
@@ -24,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
@@ -35,6 +41,7 @@ NAVIGATION = (
     "() => { const n = performance.getEntriesByType('navigation')[0];"
     " return [n.loadEventEnd - n.startTime, n.responseEnd - n.requestStart]; }"
 )
+GRAPH_CENTRE = "adr/adr-007-augmentation-research"  # 59 edges: one of the largest drawings
 FETCH = (
     "async (url) => { const t = performance.now(); const r = await fetch(url, {cache: 'no-store'});"
     " await r.text(); return performance.now() - t; }"
@@ -90,6 +97,12 @@ def main() -> None:
                             rounds.append(whole)
                             answers.append(answer)
                             stylesheet.append(page.evaluate(FETCH, address + "/static/ui.css"))
+                graph: list[float] = []
+                for _ in range(1 + args.rounds):
+                    page.goto(address + "/graph?" + urlencode({"name": GRAPH_CENTRE}))
+                    graph.append(page.evaluate(NAVIGATION)[0])
+                pushed = _board_latency(browser, address, root, index_dir, args.rounds, events=True)
+                polled = _board_latency(browser, address, root, index_dir, args.rounds, events=False)
                 browser.close()
         finally:
             stop_ui(server)
@@ -107,6 +120,41 @@ def main() -> None:
     s50, s95 = percentiles(stylesheet)
     print(f"baseline browser fetch of ui.css  p50: {s50:7.1f} ms   p95: {s95:7.1f} ms")
     print(f"round trip / (library + transport) at p50: {p50 / max(b50 + s50, 0.001):.2f}")
+    g50, g95 = percentiles(graph[1:])
+    print(f"graph page of {GRAPH_CENTRE} (drawn)  p50: {g50:7.1f} ms   p95: {g95:7.1f} ms")
+    e50, e95 = percentiles(pushed)
+    print(f"team board: claim to shown, events p50: {e50:7.1f} ms   p95: {e95:7.1f} ms")
+    q50, q95 = percentiles(polled)
+    print(f"baseline the same, polling every 2 s p50: {q50:7.1f} ms   p95: {q95:7.1f} ms")
+
+
+def _board_latency(
+    browser: Any, address: str, root: Path, index_dir: Path, rounds: int, *, events: bool
+) -> list[float]:
+    """Milliseconds from a task claimed here to the claim on an open team board (``rounds`` claims)."""
+    from memrouter import Router
+
+    context = browser.new_context()
+    if not events:
+        context.add_init_script("delete window.EventSource;")
+    page = context.new_page()
+    page.goto(address + "/team")
+    page.wait_for_timeout(500)  # the stream open (or the polling started)
+    took: list[float] = []
+    with Router.open(root=root, index_dir=index_dir, watch=False) as router:
+        team = router.team()
+        agent = f"bench-{'events' if events else 'polling'}"
+        team.register(agent, capabilities=["python"])
+        for number in range(rounds * 2):
+            title = f"{agent} task {number}"
+            team.task_add(title)
+            page.wait_for_timeout(number * 370 % 2000)  # claims at spread phases of the 2 s poll
+            started = time.perf_counter()
+            assert team.task_claim(agent, lease_seconds=600) is not None
+            page.wait_for_function("(title) => document.getElementById('board').textContent.includes(title)", arg=title)
+            took.append((time.perf_counter() - started) * 1000)
+    context.close()
+    return took
 
 
 if __name__ == "__main__":

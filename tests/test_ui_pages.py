@@ -124,7 +124,7 @@ def test_graph_page_draws_the_neighbourhood_and_opens_a_node(client: TestClient)
     assert set(nodes) == {"decisions/database", "adr/adr-001", "conventions/commits"}
     assert "centre" in nodes["decisions/database"]
     labels = re.findall(r'<text class="edge-label"[^>]*>([^<]*)</text>', page.text)
-    assert sorted(labels) == ["links_to", "mentions", "relates_to"]
+    assert sorted(map(html.unescape, labels)) == ["← links_to", "→ mentions, ← relates_to"]
     opening = html.unescape(re.search(r'href="([^"]*)" data-node="adr/adr-001"', page.text).group(1))  # type: ignore[union-attr]
     assert opening == "/graph?name=decisions%2Fdatabase&open=adr%2Fadr-001"
     opened = client.get(opening).text

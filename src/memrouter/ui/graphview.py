@@ -6,19 +6,22 @@ edge ``Router.neighbors`` gives and the node at its other end, up to
 ``mem:`` target) is a dangling node: drawn dashed and never opened.
 
 ``layout`` is deterministic, so the same graph always looks the same: a
-radial tree around the centre, each node on the ring of its distance from
-the centre (rings spaced ``RING`` apart, wider when crowded), inside the
-slice of its parent's angle that its own subtree needs (children in name
-order). A label sits under its node, or beside it when the node's edge
-from its parent is steep (so the edge does not run through it). Edges
-between the same two nodes are bent apart so their labels do not overlap. The template draws it as inline SVG (no script needed: each
-node is a link that opens or closes it; ``ui.js`` swaps the drawing in
-place) beside a table of the same edges as its text alternative.
+tree read from left to right. The centre is in the first column, each node
+in the column of its distance from it, placed after its parent's subtree
+(children in name order; a node with children at the middle of them), its
+name beside it. The line from a parent starts after the parent's name and
+ends at the child with the edge types written just before it (``→ type``
+from parent to child, ``← type`` the other way, ``↔ type`` both; both
+arrowheads when both ways). An edge between two nodes neither of which reached the other (a
+cross edge) leaves both after their names and bows out to the right,
+labelled at its bend. The template draws it as inline
+SVG (no script needed: each node is a link that opens or closes it;
+``ui.js`` swaps the drawing in place) beside a table of the same edges,
+its text alternative.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
@@ -28,16 +31,17 @@ if TYPE_CHECKING:
 
     from memrouter.model import Relation
 
-__all__ = ["MAX_NODES", "MAX_OPEN", "Drawing", "DrawnEdge", "DrawnNode", "build", "layout"]
+__all__ = ["MAX_NODES", "MAX_OPEN", "Drawing", "DrawnEdge", "DrawnLine", "DrawnNode", "build", "layout"]
 
 MAX_OPEN = 12
 MAX_NODES = 60
-RING = 170.0
-MIN_GAP = 44.0  # px of ring between neighbouring nodes
+ROW = 30.0  # px between the rows of the tree
 NODE_RADIUS = 9.0
-LABEL_CHARS = 32
-CHAR_WIDTH = 7.2  # px per label character, to size the drawing
-PAIR_SPREAD = 34.0  # px between the labels of edges joining the same two nodes
+LABEL_GAP = 14.0  # px from a node's centre to its name
+LABEL_CHARS = 40
+CHAR_WIDTH = 7.2  # px per label character (13 px sans), to size the drawing
+TYPE_CHAR_WIDTH = 6.8  # px per edge-type character (11 px monospace)
+COLUMN_GAP = 60.0  # px between a column's longest name and the next column's edge labels
 DANGLING_KINDS = ("mem",)  # reference kinds that name a memory: one left as a reference names none
 
 
@@ -54,7 +58,6 @@ class DrawnNode:
     edges: int = 0
     x: float = 0.0
     y: float = 0.0
-    beside: bool = False  # its label goes beside it (reached by a steep edge), not under it
 
     @property
     def label(self) -> str:
@@ -62,17 +65,17 @@ class DrawnNode:
         return f"{short} (dangling)" if self.dangling else short
 
     @property
-    def anchor(self) -> str:
-        """The label's ``text-anchor``: ``middle`` under the node, or ``start`` beside it (``beside``)."""
-        return "start" if self.beside else "middle"
-
-    @property
     def label_x(self) -> float:
-        return self.x + (14.0 if self.beside else 0.0)
+        return self.x + LABEL_GAP
 
     @property
     def label_y(self) -> float:
-        return self.y + (4.0 if self.beside else 26.0)
+        return self.y + 4.5
+
+    @property
+    def port_x(self) -> float:
+        """Where lines to its children start: after its name."""
+        return self.label_x + len(self.label) * CHAR_WIDTH + 6
 
 
 @dataclass
@@ -85,9 +88,21 @@ class DrawnEdge:
     memory: str
     line: int
     dangling: bool
-    path: str = ""
-    label_x: float = 0.0
-    label_y: float = 0.0
+
+
+@dataclass
+class DrawnLine:
+    """One line of the drawing: every edge between two nodes, its path and its label."""
+
+    path: str
+    label: str
+    label_x: float
+    label_y: float
+    anchor: str  # the label's text-anchor
+    forward: bool  # an arrowhead at the path's end
+    backward: bool  # an arrowhead at its start
+    dangling: bool
+    cross: bool  # between two nodes neither of which reached the other
 
 
 @dataclass
@@ -99,6 +114,7 @@ class Drawing:
     edges: list[DrawnEdge]
     opened: list[str]  # opened nodes besides the centre, in the order they were opened
     left_out: int = 0  # edges not drawn: their node would pass MAX_NODES
+    lines: list[DrawnLine] = field(default_factory=list)
     box: tuple[float, float, float, float] = field(default=(0.0, 0.0, 0.0, 0.0))
 
     @property
@@ -168,82 +184,119 @@ def _open(
 
 
 def layout(drawing: Drawing) -> Drawing:
-    """Place the nodes (a radial tree), route the edges and size the drawing; see the module docstring."""
+    """Place the nodes (a tree from left to right), draw the lines and size the drawing; see the module docstring."""
     children: dict[str, list[str]] = {name: [] for name in drawing.nodes}
     for node in drawing.nodes.values():
         if node.parent is not None:
             children[node.parent].append(node.name)
     for names in children.values():
         names.sort()
-    weights: dict[str, int] = {}
+    rows = 0
 
-    def weigh(name: str) -> int:
-        weights[name] = max(1, sum(weigh(child) for child in children[name]))
-        return weights[name]
-
-    weigh(drawing.centre)
-    deepest = max(node.depth for node in drawing.nodes.values())
-    radii = [0.0]
-    for depth in range(1, deepest + 1):
-        crowd = sum(1 for node in drawing.nodes.values() if node.depth == depth)
-        radii.append(max(radii[-1] + RING, crowd * MIN_GAP / (2 * math.pi)))
-
-    def place(name: str, start: float, end: float) -> None:
+    def place(name: str) -> float:
+        nonlocal rows
         node = drawing.nodes[name]
-        angle = (start + end) / 2
-        node.x, node.y = radii[node.depth] * math.cos(angle), radii[node.depth] * math.sin(angle)
-        at = start
-        for child in children[name]:
-            share = (end - start) * weights[child] / weights[name]
-            place(child, at, at + share)
-            at += share
+        if children[name]:
+            placed = [place(child) for child in children[name]]
+            node.y = (placed[0] + placed[-1]) / 2
+        else:
+            node.y = rows * ROW
+            rows += 1
+        return node.y
 
-    place(drawing.centre, -math.pi / 2, 3 * math.pi / 2)  # the first child straight up, then clockwise
-    for node in drawing.nodes.values():  # a label under a node reached from above or below would sit on its edge
-        if node.parent is not None:
-            parent = drawing.nodes[node.parent]
-            node.beside = abs(node.y - parent.y) > abs(node.x - parent.x)
-    _route(drawing)
+    place(drawing.centre)
+    _columns(drawing)
+    _draw_lines(drawing)
     _size(drawing)
     return drawing
 
 
-def _route(drawing: Drawing) -> None:
-    """Each edge's path (a line, or a bend when it shares its two nodes) and where its label goes."""
+def _type_label(edges: list[DrawnEdge], start: str) -> str:
+    """The edge types of a line, each once: ``→ type`` away from ``start``, ``← type`` towards it, ``↔`` both."""
+    ways: dict[str, set[bool]] = {}
+    for edge in edges:
+        ways.setdefault(edge.type, set()).add(edge.source == start)
+    arrows = {frozenset({True}): "→", frozenset({False}): "←", frozenset({True, False}): "↔"}
+    return ", ".join(f"{arrows[frozenset(way)]} {kind}" for kind, way in ways.items())
+
+
+def _columns(drawing: Drawing) -> None:
+    """Each depth's x: after the previous column's longest name and room for the edge labels into this one."""
+    deepest = max(node.depth for node in drawing.nodes.values())
+    by_depth: list[list[DrawnNode]] = [[] for _ in range(deepest + 1)]
+    for node in drawing.nodes.values():
+        by_depth[node.depth].append(node)
+    pairs = _pairs(drawing)
+    x = 0.0
+    for depth, column in enumerate(by_depth):
+        if depth:
+            labels = [
+                len(_type_label(edges, drawing.nodes[node.parent or ""].name)) * TYPE_CHAR_WIDTH
+                for node in column
+                for edges in [pairs.get(frozenset((node.name, node.parent or "")), [])]
+            ]
+            x = max(node.port_x for node in by_depth[depth - 1]) + COLUMN_GAP + max(labels, default=0.0)
+        for node in column:
+            node.x = x
+
+
+def _pairs(drawing: Drawing) -> dict[frozenset[str], list[DrawnEdge]]:
     pairs: dict[frozenset[str], list[DrawnEdge]] = {}
     for edge in drawing.edges:
         pairs.setdefault(frozenset((edge.source, edge.target)), []).append(edge)
-    for group in pairs.values():
-        for number, edge in enumerate(group):
-            start, end = drawing.nodes[edge.source], drawing.nodes[edge.target]
-            dx, dy = end.x - start.x, end.y - start.y
-            length = math.hypot(dx, dy) or 1.0
-            # The normal of the pair's direction, the same for both directions, so bends spread, not cross.
-            sign = 1.0 if (start.name < end.name) else -1.0
-            nx, ny = -dy / length * sign, dx / length * sign
-            offset = (number - (len(group) - 1) / 2) * PAIR_SPREAD
-            mid_x, mid_y = (start.x + end.x) / 2 + nx * offset, (start.y + end.y) / 2 + ny * offset
-            control_x, control_y = 2 * mid_x - (start.x + end.x) / 2, 2 * mid_y - (start.y + end.y) / 2
-            tx, ty = end.x - control_x, end.y - control_y
-            tail = math.hypot(tx, ty) or 1.0
-            stop_x, stop_y = end.x - tx / tail * (NODE_RADIUS + 3), end.y - ty / tail * (NODE_RADIUS + 3)
-            edge.path = f"M{start.x:.1f} {start.y:.1f} Q{control_x:.1f} {control_y:.1f} {stop_x:.1f} {stop_y:.1f}"
-            edge.label_x, edge.label_y = mid_x, mid_y
+    return pairs
+
+
+def _draw_lines(drawing: Drawing) -> None:
+    """One line per pair of nodes: from parent to child, or a cross edge bowing out to the left."""
+    for edges in _pairs(drawing).values():
+        first = drawing.nodes[edges[0].source]
+        second = drawing.nodes[edges[0].target]
+        dangling = any(edge.dangling for edge in edges)
+        if second.parent == first.name or first.parent == second.name:
+            parent, child = (first, second) if second.parent == first.name else (second, first)
+            start_x, end_x = parent.port_x, child.x - NODE_RADIUS - 3
+            bend = (end_x - start_x) / 2
+            path = (
+                f"M{start_x:.1f} {parent.y:.1f} C{start_x + bend:.1f} {parent.y:.1f} "
+                f"{end_x - bend:.1f} {child.y:.1f} {end_x:.1f} {child.y:.1f}"
+            )
+            drawing.lines.append(
+                DrawnLine(
+                    path, _type_label(edges, parent.name), end_x - 6, child.y - 5, "end",
+                    forward=any(edge.source == parent.name for edge in edges),
+                    backward=any(edge.source == child.name for edge in edges),
+                    dangling=dangling, cross=False,
+                )
+            )  # fmt: skip
+            continue
+        start_x, end_x = first.port_x, second.port_x
+        out = max(start_x, end_x) + 24 + 0.2 * abs(first.y - second.y)
+        path = (
+            f"M{start_x:.1f} {first.y:.1f} C{out:.1f} {first.y:.1f} {out:.1f} {second.y:.1f} {end_x:.1f} {second.y:.1f}"
+        )
+        middle_x = (start_x + end_x) / 8 + out * 6 / 8
+        drawing.lines.append(
+            DrawnLine(
+                path, _type_label(edges, first.name), middle_x + 4, (first.y + second.y) / 2 + 4, "start",
+                forward=any(edge.source == first.name for edge in edges),
+                backward=any(edge.source == second.name for edge in edges),
+                dangling=dangling, cross=True,
+            )
+        )  # fmt: skip
 
 
 def _size(drawing: Drawing) -> None:
-    """The view box: every node, its label and every edge label, with a margin."""
+    """The view box: every node with its name, and every line with its label, with a margin."""
     xs: list[float] = []
     ys: list[float] = []
     for node in drawing.nodes.values():
-        width = len(node.label) * CHAR_WIDTH
-        left = node.label_x if node.beside else node.label_x - width / 2
-        xs += [node.x - NODE_RADIUS, node.x + NODE_RADIUS, left, left + width]
-        ys += [node.y - NODE_RADIUS - 4, node.label_y + 6]
-    for edge in drawing.edges:
-        half = len(edge.type) * CHAR_WIDTH / 2
-        xs += [edge.label_x - half, edge.label_x + half]
-        ys += [edge.label_y - 12, edge.label_y + 6]
-    margin = 16.0
+        xs += [node.x - NODE_RADIUS, node.port_x]
+        ys += [node.y - ROW / 2, node.y + ROW / 2]
+    for line in drawing.lines:
+        width = len(line.label) * TYPE_CHAR_WIDTH
+        xs += [line.label_x - width, line.label_x] if line.anchor == "end" else [line.label_x, line.label_x + width]
+        ys += [line.label_y - 12, line.label_y + 4]
+    margin = 12.0
     low_x, low_y = min(xs) - margin, min(ys) - margin
     drawing.box = (low_x, low_y, max(xs) + margin - low_x, max(ys) + margin - low_y)
