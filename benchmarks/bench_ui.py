@@ -109,23 +109,21 @@ def main() -> None:
     count = sum(1 for _ in Path(args.corpus).rglob("*.md"))
     print(f"corpus: {args.corpus} ({count} memories), {args.rounds} rounds x {len(QUERIES)} queries")
     print(f"first page load (first request):      {first_loads[0]:7.1f} ms   (target 300)")
-    p50, p95 = percentiles(first_loads[1:])
-    print(f"first page load (fresh context)  p50: {p50:7.1f} ms   p95: {p95:7.1f} ms")
-    p50, p95 = percentiles(rounds)
-    print(f"lexical search round trip        p50: {p50:7.1f} ms   p95: {p95:7.1f} ms   (target 100)")
-    a50, a95 = percentiles(answers)
-    print(f"  of which request to last byte  p50: {a50:7.1f} ms   p95: {a95:7.1f} ms")
-    b50, b95 = percentiles(library)
-    print(f"baseline Router.search in-process p50: {b50:7.1f} ms   p95: {b95:7.1f} ms")
-    s50, s95 = percentiles(stylesheet)
-    print(f"baseline browser fetch of ui.css  p50: {s50:7.1f} ms   p95: {s95:7.1f} ms")
-    print(f"round trip / (library + transport) at p50: {p50 / max(b50 + s50, 0.001):.2f}")
-    g50, g95 = percentiles(graph[1:])
-    print(f"graph page of {GRAPH_CENTRE} (drawn)  p50: {g50:7.1f} ms   p95: {g95:7.1f} ms")
-    e50, e95 = percentiles(pushed)
-    print(f"team board: claim to shown, events p50: {e50:7.1f} ms   p95: {e95:7.1f} ms")
-    q50, q95 = percentiles(polled)
-    print(f"baseline the same, polling every 2 s p50: {q50:7.1f} ms   p95: {q95:7.1f} ms")
+    rows = [
+        ("first page load (fresh context)", first_loads[1:], ""),
+        ("lexical search round trip", rounds, "   (target 100)"),
+        ("  of which request to last byte", answers, ""),
+        ("baseline Router.search in-process", library, ""),
+        ("baseline browser fetch of ui.css", stylesheet, ""),
+        (f"graph page of {GRAPH_CENTRE} (drawn)", graph[1:], ""),
+        ("team board: claim to shown, events", pushed, ""),
+        ("baseline the same, polling every 2 s", polled, ""),
+    ]
+    for label, values, note in rows:
+        p50, p95 = percentiles(values)
+        print(f"{label:<38} p50: {p50:7.1f} ms   p95: {p95:7.1f} ms{note}")
+    trip, lib, css = (percentiles(values)[0] for values in (rounds, library, stylesheet))
+    print(f"round trip / (library + transport) at p50: {trip / max(lib + css, 0.001):.2f}")
 
 
 def _board_latency(
