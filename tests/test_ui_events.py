@@ -78,3 +78,27 @@ def test_the_watch_sees_commits_from_other_connections_only(tmp_path: Path) -> N
 
 def test_an_event_carries_every_line_of_its_data() -> None:
     assert message("board", "<p>a</p>\r\n<p>b</p>\n") == "event: board\ndata: <p>a</p>\ndata: <p>b</p>\ndata: \n\n"
+
+
+def test_past_the_limit_of_open_streams_the_answer_is_503(tmp_path: Path) -> None:
+    import asyncio
+
+    import pytest
+    from starlette.exceptions import HTTPException
+    from starlette.requests import Request
+
+    from memrouter.ui.app import UiContext
+    from memrouter.ui.events import MAX_STREAMS, team_events
+    from memrouter.ui.gitview import GitView
+    from memrouter.ui.render import environment
+
+    _, root, _ = ui_project(tmp_path)
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
+        ui = UiContext(router, environment(), None, GitView(root), streams=MAX_STREAMS)
+        request = Request({"type": "http", "method": "GET", "path": "/team/events", "headers": [], "query_string": b""})
+        with pytest.raises(HTTPException) as refused:
+            asyncio.run(team_events(ui, request))
+        assert refused.value.status_code == 503 and "polling" in str(refused.value.detail)
+        ui.streams = MAX_STREAMS - 1
+        answer = asyncio.run(team_events(ui, request))
+        assert answer.media_type == "text/event-stream" and ui.streams == MAX_STREAMS - 1  # counted once it starts
