@@ -96,6 +96,7 @@ NOT_WRITING: dict[str, str] = {
             "backend",
             "backend_status",
             "validate",
+            "sync_states",
             "lifecycle",
             "get_entity",
             "related",

@@ -23,7 +23,7 @@ from slowclients import connect, read_until_closed, running, status_of, tricklin
 from memrouter.embed import get_embedder
 from memrouter.embed_server import make_app
 from memrouter.errors import ConfigError
-from memrouter.serving import ConnectionLimits, bind_listeners
+from memrouter.serving import ConnectionLimits, bind_listeners, require_token_off_loopback
 
 HEAD = b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 
@@ -143,3 +143,15 @@ def test_a_refused_bind_prints_only_the_error(tmp_path: Path, command: list[str]
         assert done.returncode == 2
         [line] = done.stderr.splitlines()
         assert line.startswith("memrouter: ") and words in line and "http://" not in line
+
+
+def test_the_token_rule_all_servers_share() -> None:
+    for host in ("127.0.0.1", "::1", "[::1]", "localhost"):
+        require_token_off_loopback(host, None)  # loopback: no token needed
+    require_token_off_loopback("0.0.0.0", "s3cret")
+    with pytest.raises(ConfigError, match=r"serving on 0\.0\.0\.0 \(not loopback\) needs a bearer token"):
+        require_token_off_loopback("0.0.0.0", None)
+    with pytest.raises(ConfigError, match="serving the UI on example.com .* needs a token: pass --token"):
+        require_token_off_loopback("example.com", None, serving="serving the UI", credential="a token")
+    with pytest.raises(ConfigError, match="the bearer token must not be empty"):
+        require_token_off_loopback("127.0.0.1", "  ")

@@ -109,13 +109,33 @@ def test_hostile_memory_is_rendered_inert(client: TestClient) -> None:
     assert "script-src 'self'" in page.headers["content-security-policy"]
 
 
-def test_graph_page_and_expansion(client: TestClient) -> None:
+def _nodes(page: str) -> dict[str, str]:
+    """The drawn nodes of a graph page: name -> the class of its element."""
+    return {
+        html.unescape(name): classes
+        for classes, name in re.findall(r'<(?:a|g) class="(node[^"]*)"[^>]* data-node="([^"]*)"', page)
+    }
+
+
+def test_graph_page_draws_the_neighbourhood_and_opens_a_node(client: TestClient) -> None:
     page = client.get("/graph", params={"name": "decisions/database"})
-    assert page.status_code == 200
-    assert 'data-expand="adr/adr-001"' in page.text or 'data-expand="conventions/commits"' in page.text
-    fragment = client.get("/graph/expand", params={"name": "adr/adr-001"})
-    assert fragment.status_code == 200 and "<html" not in fragment.text
-    assert "missing/note (dangling)" in fragment.text
+    assert page.status_code == 200 and "<svg" in page.text
+    nodes = _nodes(page.text)
+    assert set(nodes) == {"decisions/database", "adr/adr-001", "conventions/commits"}
+    assert "centre" in nodes["decisions/database"]
+    labels = re.findall(r'<text class="edge-label"[^>]*>([^<]*)</text>', page.text)
+    assert sorted(map(html.unescape, labels)) == ["← links_to", "→ mentions, ← relates_to"]
+    opening = html.unescape(re.search(r'href="([^"]*)" data-node="adr/adr-001"', page.text).group(1))  # type: ignore[union-attr]
+    assert opening == "/graph?name=decisions%2Fdatabase&open=adr%2Fadr-001"
+    opened = client.get(opening).text
+    nodes = _nodes(opened)
+    assert "opened" in nodes["adr/adr-001"] and "dangling-node" in nodes["missing/note"]
+    assert "missing/note (dangling)" in opened
+    assert re.search(r'<g class="[^"]*dangling-node" data-node="missing/note"', opened)  # drawn, not a link to open
+    fragment = client.get("/graph/drawing", params=[("name", "decisions/database"), ("open", "adr/adr-001")])
+    assert fragment.status_code == 200 and "<html" not in fragment.text and _nodes(fragment.text) == nodes
+    closing = html.unescape(re.search(r'href="([^"]*)" data-node="adr/adr-001"', opened).group(1))  # type: ignore[union-attr]
+    assert closing == "/graph?name=decisions%2Fdatabase" and "missing/note" not in client.get(closing).text
 
 
 def test_review_queue_approve_through_the_router(client: TestClient, router: Router) -> None:
@@ -152,7 +172,8 @@ def test_team_board_and_its_live_fragment(client: TestClient, router: Router) ->
     task = team.task_add("Write the parser")
     team.task_claim("builder", lease_seconds=300)
     page = client.get("/team")
-    assert 'data-live="/team/live"' in page.text and "builder" in page.text and "Write the parser" in page.text
+    assert 'data-events="/team/events"' in page.text and 'data-live="/team/live"' in page.text
+    assert "builder" in page.text and "Write the parser" in page.text
     fragment = client.get("/team/live")
     assert "<html" not in fragment.text and task.id in fragment.text and "left" in fragment.text
 

@@ -44,7 +44,8 @@ def _files(router: Router) -> dict[str, str]:
         "/?q=a&q=b", "/?q=x&mode=fuzzy", "/?q=x&channel=nowhere", "/?q=x&limit=-1", "/?q=x&limit=1e9",
         "/?q=" + "x" * 1001, "/?q=x%00y", "/?q=x&as_of=--output%3D%2Ftmp%2Fx", "/?q=x&as_of=no-such-commit",
         "/memory/a%00b", "/memory/..%2F..%2Fetc%2Fpasswd", "/memory/decisions/database?as_of=1999-01-01T00:00:00x",
-        "/graph/expand", "/graph/expand?name=", "/health?janitor=yes", "/timeline?name=a&name=b", "/edit/a%00b",
+        "/graph/drawing", "/graph/drawing?name=", "/graph?name=adr/adr-001" + "&open=x" * 13,
+        "/graph?name=adr/adr-001&open=" + "x" * 1001, "/health?janitor=yes", "/timeline?name=a&name=b", "/edit/a%00b",
     ],
 )  # fmt: skip
 def test_malformed_requests_get_a_clear_4xx(client: TestClient, router: Router, url: str) -> None:
@@ -133,6 +134,20 @@ def test_with_a_token_every_request_must_carry_it(router: Router) -> None:
     assert client.get("/review").status_code == 200  # the cookie now carries it
     fresh = TestClient(create_app(router, token=TOKEN), base_url="http://192.0.2.10:8766")
     assert fresh.post(f"/review/approve?token={TOKEN}", data={"name": "review/cache-ttl"}).status_code == 401
+
+
+@pytest.mark.parametrize("token", ["semi;colon=yes", 'a, "quoted" token', "100%25 sure", "naïve"])
+def test_a_token_with_cookie_syntax_in_it_still_works_from_the_cookie(router: Router, token: str) -> None:
+    client = TestClient(create_app(router, token=token), base_url="http://192.0.2.10:8766")
+    entered = client.get("/review", params={"token": token}, follow_redirects=False)
+    assert entered.status_code == 303
+    cookie = entered.headers["set-cookie"]
+    value = cookie.split(";", 1)[0].split("=", 1)[1]
+    assert all(c.isalnum() or c in "%-._~" for c in value), cookie  # one cookie value, nothing split off
+    assert client.get("/review").status_code == 200
+    cut = TestClient(create_app(router, token=token), base_url="http://192.0.2.10:8766")
+    cut.cookies.set("memrouter_ui", value[:-1])
+    assert cut.get("/review").status_code == 401
 
 
 def test_every_response_carries_the_security_headers(client: TestClient) -> None:

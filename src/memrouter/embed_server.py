@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memrouter.embed_batching import FairBatcher
-from memrouter.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -355,13 +354,9 @@ def serve_embeddings(
     cannot be bound, and NotInstalled when the embedder is missing.
     """
     from memrouter.embed import get_embedder
-    from memrouter.mcp.http import is_loopback
-    from memrouter.serving import HttpServer, bind_listeners
+    from memrouter.serving import HttpServer, bind_listeners, require_token_off_loopback
 
-    if token is not None and not token.strip():
-        raise ConfigError("the bearer token must not be empty")
-    if not token and not is_loopback(host):
-        raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
+    require_token_off_loopback(host, token)
     listeners = bind_listeners(host, port)
     try:
         embedder = get_embedder(embedder_name, **(embedder_options or {}))

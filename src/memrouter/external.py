@@ -124,6 +124,19 @@ class ExternalServices:
             changes=changes, dry_run=dry_run, force=force,
         )  # fmt: skip
 
+    def sync_states(self, name: str, content_hash: str) -> list[tuple[str, str, str]]:
+        """(backend, state, why) of one memory on each backend that syncs, from the local sync records."""
+        from memrouter.sync.validate import memory_state
+
+        backends = [target.name for target in self.configured.flagged("sync").values()]
+
+        def read() -> list[tuple[str, str, str]]:
+            return [(backend, *memory_state(self._conn(), backend, name, content_hash)) for backend in backends]
+
+        with self._lock:
+            states: list[tuple[str, str, str]] = self._indexed(read)
+        return states
+
     def validate(self, current: dict[str, str], *, backend: str | None, check_remote: bool) -> list[Any]:
         from memrouter.sync.run import run_validate
 

@@ -98,6 +98,14 @@ class ExternalQueries:
             return memory
         return self._index.indexed(lambda: self._activity_times().dated(memory, self._index.conn))
 
+    def sync_states(self, name: str, content_hash: str) -> builtins.list[tuple[str, str, str]]:
+        """(backend, state, why) of one memory, whose text has ``content_hash``, on each backend that syncs.
+
+        The rule of ``validate`` (``in_sync``, ``stale``, ``missing``) for one memory: one row read per
+        backend, no refresh of the whole index, no remote call.
+        """
+        return self._external.sync_states(name, content_hash) if self.config.backends else []
+
     def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
         """The freshness report per backend (``memrouter.sync.validate``): local state only unless ``check_remote``."""
         current = self._current_hashes()

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memrouter.errors import ConfigError, MemoryRouterError
+from memrouter.errors import MemoryRouterError
 
 if TYPE_CHECKING:
     import socket
@@ -55,12 +55,10 @@ def serve(
     bounds slow clients (see ``memrouter.serving``). ``agent`` pins the
     agent id the team tools act as.
     """
-    from memrouter.mcp.http import is_loopback, run_http
+    from memrouter.mcp.http import run_http
+    from memrouter.serving import require_token_off_loopback
 
-    if http and not token and not is_loopback(host):
-        raise ConfigError(f"serving on {host} (not loopback) needs a bearer token: pass --token or set MEMROUTER_TOKEN")
-    if token is not None and not token.strip():
-        raise ConfigError("the bearer token must not be empty")
+    require_token_off_loopback(host if http else "localhost", token)
     listeners: list[socket.socket] = []
     if http:
         from memrouter.serving import bind_listeners

@@ -1,4 +1,8 @@
-"""Serving an ASGI app over HTTP/1.1 (uvicorn), for ``serve --http`` and ``embed-serve``.
+"""Serving an ASGI app over HTTP/1.1 (uvicorn), for ``serve --http``, ``embed-serve`` and ``ui``.
+
+The token rule all three share (``require_token_off_loopback``): bound to a
+loopback address a server may run without a token; any other address needs
+one, and a token is never blank.
 
 Two things plain uvicorn does not do:
 
@@ -20,6 +24,7 @@ Two things plain uvicorn does not do:
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
 from collections import OrderedDict
 from collections.abc import Callable
@@ -31,7 +36,31 @@ from memrouter.errors import ConfigError
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["ConnectionLimits", "HttpServer", "bind_listeners"]
+__all__ = ["ConnectionLimits", "HttpServer", "bind_listeners", "is_loopback", "require_token_off_loopback"]
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def require_token_off_loopback(
+    host: str, token: str | None, *, serving: str = "serving", credential: str = "a bearer token"
+) -> None:
+    """ConfigError when ``token`` is given but blank, or when ``host`` is not loopback and there is no token.
+
+    ``serving`` and ``credential`` name the server and its token in the message
+    (``serving the UI on 0.0.0.0 (not loopback) needs a token: ...``).
+    """
+    if token is not None and not token.strip():
+        raise ConfigError(f"the {credential.removeprefix('a ')} must not be empty")
+    if not token and not is_loopback(host):
+        raise ConfigError(f"{serving} on {host} (not loopback) needs {credential}: pass --token or set MEMROUTER_TOKEN")
 
 
 @dataclass(frozen=True)
@@ -86,7 +115,9 @@ class HttpServer:
     """``app`` served on already bound ``listeners`` until ``stop()`` or SIGINT/SIGTERM (main thread).
 
     ``on_ready`` is called once the app's startup has finished and the
-    sockets accept connections; ``started`` says the same.
+    sockets accept connections; ``started`` says the same. ``shutdown_grace``
+    (seconds; None: no limit) is how long a stop waits for responses still
+    being sent (an event stream never ends by itself) before cutting them off.
     """
 
     def __init__(
@@ -96,6 +127,7 @@ class HttpServer:
         *,
         limits: ConnectionLimits | None = None,
         on_ready: Callable[[], None] | None = None,
+        shutdown_grace: int | None = None,
     ) -> None:
         import uvicorn
 
@@ -106,6 +138,7 @@ class HttpServer:
             ws="none",
             lifespan="on",
             log_level="warning",
+            timeout_graceful_shutdown=shutdown_grace,
         )
         self._server = _announcing_server(config, on_ready)
 

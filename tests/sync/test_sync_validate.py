@@ -51,6 +51,26 @@ def test_report_counts_every_state_over_nested_folders(
         assert router.validate()[0].missing == 0
 
 
+def test_one_memorys_sync_state_agrees_with_the_report(tmp_path: Path, fake_http: FakeServer) -> None:
+    project = make_project(tmp_path, http_toml(fake_http.url))
+    root = project / ".serena" / "memories"
+    with Router.open(root=root, watch=False) as router:
+
+        def one(name: str) -> tuple[str, str]:
+            [(backend, found, why)] = router.sync_states(name, router.get(name).hash)
+            assert backend == "forgetful"
+            return found, why
+
+        assert one("ci/flaky-tests") == ("missing", "never synced")
+        router.sync()
+        assert one("ci/flaky-tests") == ("in_sync", "")
+        (root / "ci" / "flaky-tests.md").write_text("# Flaky\n\nChanged.\n")
+        assert one("ci/flaky-tests") == ("stale", "changed since the last sync")
+        report = {d.name: (d.state, d.reason) for d in router.validate()[0].details}
+        assert report == {"ci/flaky-tests": one("ci/flaky-tests")}
+        assert one("conventions/commit-messages") == ("in_sync", "")
+
+
 def test_cli_validate_json_and_missing_backend_config(
     tmp_path: Path, fake_http: FakeServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

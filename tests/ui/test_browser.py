@@ -77,13 +77,28 @@ def test_time_travel_to_an_earlier_commit(served: Served, page: Page) -> None:
 
 def test_expand_the_graph(served: Served, page: Page) -> None:
     page.goto(served.address + "/graph?name=decisions/database")
-    node = page.locator("button.expand[data-expand='adr/adr-001']").first
+    page.evaluate("window.__sameDocument = true")
+    drawing = page.locator("#graph svg.graph-drawing")
+    expect(drawing.locator("text.edge-label")).to_have_count(2)
+    expect(drawing.locator("text.edge-label").first).to_contain_text("mentions")
+    node = drawing.locator("a.node[data-node='adr/adr-001']")
     expect(node).to_have_attribute("aria-expanded", "false")
-    node.click()
+    expect(drawing.locator("[data-node='missing/note']")).to_have_count(0)
+    _tab_to(page, "adr/adr-001")  # by keyboard: the node is a link
+    page.keyboard.press("Enter")
+    node = drawing.locator("a.node[data-node='adr/adr-001']")
     expect(node).to_have_attribute("aria-expanded", "true")
-    expect(page.locator("#graph .children").first).to_contain_text("missing/note (dangling)")
+    expect(node).to_be_focused()  # swapped in place, the focus kept
+    dangling = drawing.locator("g.dangling-node[data-node='missing/note']")
+    expect(dangling).to_contain_text("missing/note (dangling)")
+    expect(page.locator("table.graph-edges")).to_contain_text("missing/note (dangling)")
+    page.wait_for_url("**/graph?name=decisions%2Fdatabase&open=adr%2Fadr-001")
+    assert page.evaluate("window.__sameDocument") is True
     screenshot(page, "graph")
     assert _axe_serious(page) == []
+    node.click()  # and closed again
+    expect(drawing.locator("[data-node='missing/note']")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_a_task_claim_appears_on_the_team_board_without_reload(served: Served, page: Page) -> None:
@@ -99,9 +114,28 @@ def test_a_task_claim_appears_on_the_team_board_without_reload(served: Served, p
     board = page.locator("#board")
     expect(board).to_contain_text("Write the parser", timeout=WAIT_MS)
     expect(board).to_contain_text("left")
+    expect(board).to_have_attribute("data-via", "events")  # pushed by server-sent events, not polled
     assert page.evaluate("window.__sameDocument") is True
     screenshot(page, "team")
     assert _axe_serious(page) == []
+
+
+def test_without_event_source_the_team_board_polls(served: Served, browser: Any) -> None:
+    context = browser.new_context()
+    context.add_init_script("delete window.EventSource;")
+    page = context.new_page()
+    try:
+        page.goto(served.address + "/team")
+        with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
+            team = router.team()
+            team.register("reviewer", capabilities=["docs"])
+            team.task_add("Read the changelog")
+            assert team.task_claim("reviewer", lease_seconds=600) is not None
+        board = page.locator("#board")
+        expect(board).to_contain_text("Read the changelog", timeout=WAIT_MS)
+        expect(board).to_have_attribute("data-via", "polling")
+    finally:
+        context.close()
 
 
 def test_approve_a_pending_memory_by_keyboard(served: Served, page: Page) -> None:

@@ -8,7 +8,6 @@ address needs one. Slow clients are cut off as ``memrouter.serving`` says. With 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -20,19 +19,9 @@ if TYPE_CHECKING:
 
     from memrouter.serving import ConnectionLimits
 
-__all__ = ["BearerTokenMiddleware", "http_app", "is_loopback", "run_http", "MCP_PATH"]
+__all__ = ["BearerTokenMiddleware", "http_app", "run_http", "MCP_PATH"]
 
 MCP_PATH = "/mcp"
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class BearerTokenMiddleware:

@@ -79,6 +79,15 @@ def load_records(conn: sqlite3.Connection, backend: str) -> dict[str, SyncRecord
     return {record.name: record for record in map(_record, rows)}
 
 
+def load_record(conn: sqlite3.Connection, backend: str, name: str) -> SyncRecord | None:
+    """The record of ``name`` on ``backend``, or None when it was never synced there."""
+    row = conn.execute(
+        "SELECT backend, name, hash, remote_ids, synced_at, pending FROM sync_state WHERE backend = ? AND name = ?",
+        (backend, name),
+    ).fetchone()
+    return None if row is None else _record(row)
+
+
 def mapped_remote_ids(conn: sqlite3.Connection, backend: str, remote_ids: Iterable[str]) -> dict[str, str]:
     """Of ``remote_ids``, those sync created for a canonical memory: remote id -> name."""
     ids = list(dict.fromkeys(remote_ids))

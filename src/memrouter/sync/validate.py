@@ -25,9 +25,9 @@ from typing import Any
 
 from memrouter.backends.base import Backend
 from memrouter.errors import NotFound
-from memrouter.sync.state import load_records
+from memrouter.sync.state import SyncRecord, load_record, load_records
 
-__all__ = ["FreshnessEntry", "FreshnessReport", "validate"]
+__all__ = ["FreshnessEntry", "FreshnessReport", "memory_state", "validate", "state_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +94,7 @@ def validate(
     gone_remote: list[str] = []
     for name in sorted(current):
         record = records.get(name)
-        if record is None or not record.remote_ids:
-            state, why = "missing", "never synced" if record is None else "upsert never finished"
-        elif record.pending is not None or record.hash != current[name]:
-            state, why = "stale", "changed since the last sync" if record.pending is None else "upsert never finished"
-        else:
-            state, why = "in_sync", ""
+        state, why = state_of(record, current[name])
         if remote is not None and state != "missing" and record is not None:
             absent = [rid for rid in record.remote_ids if not _exists(remote, rid)]
             if absent:
@@ -121,6 +116,20 @@ def validate(
         details=tuple(details),
         orphaned_remote_ids=tuple(gone_remote) if remote is not None else None,
     )
+
+
+def state_of(record: SyncRecord | None, content_hash: str) -> tuple[str, str]:
+    """(state, why) of a memory whose text has ``content_hash``, from its sync ``record`` (local state only)."""
+    if record is None or not record.remote_ids:
+        return "missing", "never synced" if record is None else "upsert never finished"
+    if record.pending is not None or record.hash != content_hash:
+        return "stale", "changed since the last sync" if record.pending is None else "upsert never finished"
+    return "in_sync", ""
+
+
+def memory_state(conn: sqlite3.Connection, backend_name: str, name: str, content_hash: str) -> tuple[str, str]:
+    """(state, why) of one memory on ``backend_name``: one row read, the rule ``validate`` applies to all."""
+    return state_of(load_record(conn, backend_name, name), content_hash)
 
 
 def _exists(backend: Backend, remote_id: str) -> bool:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
     from memrouter.router import Router
+    from memrouter.ui.gitview import GitView
 
 __all__ = ["UiContext", "create_app"]
 
@@ -50,17 +51,22 @@ class UiContext:
     router: Router
     env: jinja2.Environment
     reviewer: str | None
+    git: GitView
     csrf: str = field(default_factory=new_secret)
     poll_ms: int = 2000
+    streams: int = 0  # server-sent event streams open now (``events``)
+
+    def render(self, template: str, here: str = "", **values: Any) -> str:
+        """``template`` rendered to text with the shared values."""
+        return self.env.get_template(template).render(
+            nav=NAV, here=here, csrf=self.csrf, reviewer=self.reviewer, poll_ms=self.poll_ms, **values
+        )
 
     def page(self, request: Request, template: str, http_status: int = 200, **values: Any) -> Response:
         """``template`` rendered as a full page (or a fragment: templates decide)."""
         from starlette.responses import HTMLResponse
 
-        here = request.url.path
-        body = self.env.get_template(template).render(
-            nav=NAV, here=here, csrf=self.csrf, reviewer=self.reviewer, poll_ms=self.poll_ms, **values
-        )
+        body = self.render(template, request.url.path, **values)
         return HTMLResponse(body, status_code=http_status, headers={"cache-control": "no-store"})
 
 
@@ -109,10 +115,11 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
-    from memrouter.ui import actions, live, pages
+    from memrouter.ui import actions, events, live, pages
+    from memrouter.ui.gitview import GitView
     from memrouter.ui.render import environment
 
-    ui = UiContext(router, environment(), reviewer)
+    ui = UiContext(router, environment(), reviewer, GitView(router.config.root))
     ui.env.globals["asset_version"] = asset_version()
 
     def bound(handler: Callable[[UiContext, Request], Response]) -> Callable[[Request], Response]:
@@ -130,11 +137,14 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
 
         return endpoint
 
+    async def team_events(request: Request) -> Response:
+        return await events.team_events(ui, request)
+
     routes = [
         Route("/", bound(pages.search)),
         Route("/memory/{name:path}", bound(pages.memory)),
         Route("/graph", bound(pages.graph)),
-        Route("/graph/expand", bound(pages.graph_expand)),
+        Route("/graph/drawing", bound(pages.graph_drawing)),
         Route("/review", bound(actions.review)),
         Route("/review/approve", bound_post(actions.approve), methods=["POST"]),
         Route("/review/reject", bound_post(actions.reject), methods=["POST"]),
@@ -144,6 +154,7 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         Route("/edit", bound_post(actions.edit), methods=["POST"]),
         Route("/team", bound(live.team)),
         Route("/team/live", bound(live.team_live)),
+        Route("/team/events", team_events),
         Route("/timeline", bound(live.timeline)),
         Route("/health", bound(live.health)),
         Mount("/static", _long_cached(StaticFiles(directory=STATIC)), name="static"),

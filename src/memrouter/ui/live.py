@@ -13,11 +13,9 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["health", "team", "team_live", "timeline"]
+__all__ = ["board_fragment", "health", "team", "team_live", "timeline"]
 
 TIMELINE_LINES = 200
-TIMELINE_COMMITS = 30
-_CHANGES = {"A": "created", "M": "changed", "D": "deleted", "R": "renamed"}
 
 
 def _board(ui: UiContext) -> dict[str, Any]:
@@ -32,8 +30,13 @@ def team(ui: UiContext, request: Request) -> Response:
 
 
 def team_live(ui: UiContext, request: Request) -> Response:
-    """The board alone, as a fragment the team page fetches every ``poll_ms``."""
+    """The board alone, as a fragment the team page fetches every ``poll_ms`` when server-sent events fail."""
     return ui.page(request, "team_board.html", **_board(ui))
+
+
+def board_fragment(ui: UiContext) -> str:
+    """The board's HTML fragment, as ``/team/events`` sends it."""
+    return ui.render("team_board.html", **_board(ui))
 
 
 def timeline(ui: UiContext, request: Request) -> Response:
@@ -51,41 +54,8 @@ def timeline(ui: UiContext, request: Request) -> Response:
         days_left = (date.fromisoformat(sprint["end"]) - today).days
     return ui.page(
         request, "timeline.html", entries=changes, sprint=sprint, members=members, days_left=days_left, name=name,
-        commits=_memory_commits(ui), title="Timeline",
+        commits=ui.git.memory_commits(), title="Timeline",
     )  # fmt: skip
-
-
-def _memory_commits(ui: UiContext) -> list[dict[str, Any]]:
-    """The last commits that touched the memories folder, newest first, each with the memories it changed."""
-    from pathlib import Path
-
-    from memrouter.session.git import GitError, GitSession
-
-    root = Path(ui.router.config.root)
-    try:
-        top = GitSession(root).toplevel.resolve()
-        session = GitSession(top)  # pathspecs are relative to the working folder: run from the top
-        folder = root.resolve().relative_to(top).as_posix()
-        output = session.run(
-            "log", "--format=%x1e%h%x1f%aI%x1f%an%x1f%s", "--name-status", f"--max-count={TIMELINE_COMMITS}",
-            "--", folder,
-        ).stdout  # fmt: skip
-    except (GitError, ValueError):
-        return []  # not in git, or nothing committed yet
-    prefix = "" if folder == "." else folder + "/"
-    commits = []
-    for record in output.split("\x1e")[1:]:
-        head, _, changes = record.partition("\n")
-        short, when, author, subject = (head.split("\x1f") + ["", "", "", ""])[:4]
-        changed = []
-        for line in changes.splitlines():
-            parts = line.split("\t")
-            path = parts[-1]
-            if len(parts) < 2 or not path.startswith(prefix) or not path.endswith(".md"):
-                continue
-            changed.append((_CHANGES.get(parts[0][:1], "changed"), path[len(prefix) : -3]))
-        commits.append({"short": short, "date": when, "author": author, "subject": subject, "changed": changed})
-    return commits
 
 
 def health(ui: UiContext, request: Request) -> Response:

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.errors import InvalidInput, NotFound
 from memrouter.model import CHANNELS, MODES, STATUSES, Memory, Relation
-from memrouter.ui.params import field, whole_number
+from memrouter.ui.graphview import MAX_OPEN, Drawing, build
+from memrouter.ui.params import field, fields, whole_number
 from memrouter.ui.render import diff_lines
 
 if TYPE_CHECKING:
@@ -15,10 +16,9 @@ if TYPE_CHECKING:
 
     from memrouter.ui.app import UiContext
 
-__all__ = ["graph", "graph_expand", "memory", "search"]
+__all__ = ["graph", "graph_drawing", "memory", "search"]
 
 MAX_VERSIONS_SHOWN = 10
-SLIDER_COMMITS = 30
 _FIELDS = (
     "title", "channel", "kind", "scope", "status", "tags", "source", "author", "confidence", "verified_by",
     "created", "updated", "valid_from", "valid_until", "supersedes", "superseded_by", "expires", "anchors",
@@ -46,22 +46,8 @@ def search(ui: UiContext, request: Request) -> Response:
         )  # fmt: skip
     return ui.page(
         request, "search.html", form=form, hits=hits, modes=MODES, channels=CHANNELS, statuses=STATUSES,
-        searched=form["q"] is not None, commits=_recent_commits(ui), title="Search",
+        searched=form["q"] is not None, commits=ui.git.slider_commits(), title="Search",
     )  # fmt: skip
-
-
-def _recent_commits(ui: UiContext) -> list[dict[str, str]]:
-    """The project's last commits, oldest first, for the time travel slider (none outside git)."""
-    from memrouter.session.git import GitError, GitSession
-
-    try:
-        found = GitSession(ui.router.config.project_dir or ui.router.config.root).get_recent_commits(SLIDER_COMMITS)
-    except GitError:
-        return []
-    return [
-        {"commit": c["short"], "label": f"{c['date'][:10]} {c['short']} {c['subject'][:60]}"}
-        for c in reversed(found["commits"])
-    ]
 
 
 def _fields(memory: Memory) -> list[tuple[str, str]]:
@@ -102,17 +88,6 @@ def _neighbours(ui: UiContext, name: str, as_of: str | None = None) -> list[Rela
         return []
 
 
-def _sync_states(ui: UiContext, name: str) -> list[tuple[str, str, str]]:
-    """(service, state, why) for each configured external service, from the local sync records."""
-    if not ui.router.config.backends:
-        return []
-    states = []
-    for report in ui.router.validate():
-        entry = next((e for e in report.details if e.name == name), None)
-        states.append((report.backend, entry.state, entry.reason) if entry else (report.backend, "in_sync", ""))
-    return states
-
-
 def memory(ui: UiContext, request: Request) -> Response:
     """One memory: rendered body, front matter, provenance, history with diffs, neighbours, guard flags."""
     name = request.path_params["name"]
@@ -127,36 +102,33 @@ def memory(ui: UiContext, request: Request) -> Response:
         request, "memory.html", memory=found, fields=_fields(found), as_of=as_of, version=version,
         provenance=ui.router.provenance(found.name) if as_of is None else None,
         history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
-        sync=_sync_states(ui, found.name) if as_of is None else [],
+        sync=ui.router.sync_states(found.name, found.hash) if as_of is None else [],
         flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
     )  # fmt: skip
 
 
-def _relations(ui: UiContext, name: str) -> list[dict[str, Any]]:
-    """``name``'s edges, each with the node at its other end (the one to expand)."""
-    shown = []
-    for relation in ui.router.neighbors(name):
-        outgoing = relation.source == name
-        other = relation.target if outgoing else relation.source
-        kind = relation.target_kind if outgoing else "memory"
-        shown.append({"relation": relation, "other": other, "outgoing": outgoing, "kind": kind,
-                      "dangling": outgoing and relation.target_kind == "mem"})  # fmt: skip
-    return shown
+def _drawing(ui: UiContext, request: Request) -> tuple[Any, Drawing | None]:
+    """The entity named by ``?name=`` and its drawn neighbourhood with the ``?open=`` nodes opened (None, None: no name)."""
+    name = field(request, "name")
+    if name is None:
+        return None, None
+    opened = fields(request, "open", MAX_OPEN)
+    entity = ui.router.get_entity(name, include_relations=False)
+    return entity, build(entity.name, entity.kind, opened, lambda node: _neighbours(ui, node))
 
 
 def graph(ui: UiContext, request: Request) -> Response:
-    """The graph around a memory or entity: its edges, each other end expandable in place."""
-    name = field(request, "name")
-    entity = ui.router.get_entity(name, include_relations=False) if name is not None else None
-    relations = _relations(ui, entity.name) if entity is not None else []
+    """The graph around a memory or entity, drawn; without a name, edge counts and dangling references."""
+    entity, drawing = _drawing(ui, request)
     stats = ui.router.graph_stats() if entity is None else None
-    return ui.page(request, "graph.html", name=name, entity=entity, relations=relations, stats=stats, title="Graph")
+    return ui.page(
+        request, "graph.html", name=field(request, "name"), entity=entity, drawing=drawing, stats=stats, title="Graph"
+    )
 
 
-def graph_expand(ui: UiContext, request: Request) -> Response:
-    """The edges of one node, as a fragment the graph page inserts under it."""
-    name = field(request, "name")
-    if name is None:
-        raise InvalidInput("say which node to expand: ?name=")
-    entity = ui.router.get_entity(name, include_relations=False)
-    return ui.page(request, "graph_nodes.html", relations=_relations(ui, entity.name))
+def graph_drawing(ui: UiContext, request: Request) -> Response:
+    """The drawing alone, as a fragment the graph page swaps in when a node is opened or closed."""
+    entity, drawing = _drawing(ui, request)
+    if drawing is None:
+        raise InvalidInput("say which memory or entity to draw: ?name=")
+    return ui.page(request, "graph_drawing.html", entity=entity, drawing=drawing)

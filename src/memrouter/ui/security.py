@@ -4,7 +4,8 @@
   name a loopback host (``Host: 127.0.0.1:8766``), so a web page elsewhere
   cannot reach it through DNS rebinding. Off loopback a token is required
   (``server.serve_ui`` refuses to start without one) and every request must
-  carry it: ``Authorization: Bearer <token>``, the ``memrouter_ui`` cookie,
+  carry it: ``Authorization: Bearer <token>``, the ``memrouter_ui`` cookie
+  (the token percent-encoded, so any token fits in it),
   or once, ``?token=<token>`` on a GET, which sets the cookie and redirects
   to the same page without it. Compared in constant time; else 401.
 - **Headers.** A Content-Security-Policy allowing scripts, styles and
@@ -19,9 +20,9 @@ from __future__ import annotations
 import hmac
 import secrets
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-from memrouter.mcp.http import is_loopback
+from memrouter.serving import is_loopback
 
 __all__ = ["COOKIE", "CSP", "UiGuard", "new_secret", "same_secret"]
 
@@ -56,10 +57,11 @@ def _host_name(host_header: str) -> str:
 
 
 def _cookie(headers: dict[bytes, bytes], name: str) -> str | None:
+    """The value of cookie ``name``, percent-decoded (``_redirect_without_token`` encodes it)."""
     for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
         key, _, value = part.strip().partition("=")
         if key == name:
-            return value
+            return unquote(value)
     return None
 
 
@@ -115,7 +117,8 @@ class UiGuard:
         assert self.token is not None
         rest = urlencode([(k, v) for k, v in query if k != "token"])
         location = scope.get("path", "/") + (f"?{rest}" if rest else "")
-        cookie = f"{COOKIE}={self.token}; HttpOnly; SameSite=Strict; Path=/"
+        # Percent-encoded: a token may hold ``;``, ``,``, spaces or quotes, which would end or split the cookie.
+        cookie = f"{COOKIE}={quote(self.token, safe='')}; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from memrouter.errors import ConfigError, MemoryRouterError
+from memrouter.errors import MemoryRouterError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8766
+SHUTDOWN_GRACE = 2  # seconds a stop waits for open team-board event streams
 
 
 def serve_ui(
@@ -40,15 +41,11 @@ def serve_ui(
     ``on_ready`` gets the page's address once requests are answered.
     """
     from memrouter.audit import git_user
-    from memrouter.mcp.http import is_loopback
     from memrouter.router import Router
-    from memrouter.serving import HttpServer, bind_listeners
+    from memrouter.serving import HttpServer, bind_listeners, require_token_off_loopback
     from memrouter.ui.app import create_app
 
-    if token is not None and not token.strip():
-        raise ConfigError("the token must not be empty")
-    if not token and not is_loopback(host):
-        raise ConfigError(f"serving the UI on {host} (not loopback) needs a token: pass --token or set MEMROUTER_TOKEN")
+    require_token_off_loopback(host, token, serving="serving the UI", credential="a token")
     listeners = bind_listeners(host, port)
     try:
         router = Router.open(root=root, index_dir=index_dir, watch=True)
@@ -64,7 +61,8 @@ def serve_ui(
         threading.Thread(target=_warm, args=(router,), name="memrouter-ui-warm", daemon=True).start()
         reviewer = git_user(router.config.project_dir or router.config.root)
         app = create_app(router, token=token, reviewer=reviewer)
-        HttpServer(app, listeners, on_ready=(lambda: on_ready(address)) if on_ready else None).run()
+        ready = (lambda: on_ready(address)) if on_ready else None
+        HttpServer(app, listeners, on_ready=ready, shutdown_grace=SHUTDOWN_GRACE).run()
     finally:
         router.close()
 

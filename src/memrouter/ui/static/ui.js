@@ -1,4 +1,4 @@
-// memrouter ui: expand graph nodes in place, refresh the team board. No inline scripts (see the CSP).
+// memrouter ui: the graph's drawing, the live team board, the time travel slider. No inline scripts (see the CSP).
 "use strict";
 
 async function fetchFragment(url) {
@@ -7,45 +7,59 @@ async function fetchFragment(url) {
   return response.text();
 }
 
+// The graph: selecting a node opens or closes its edges. The links work without script (a new page);
+// here the drawing is swapped in place and the focus stays on the node.
 function setUpGraph() {
-  document.addEventListener("click", async (event) => {
-    const button = event.target.closest("button.expand");
-    if (!button) return;
-    const node = button.closest("li");
-    const open = node.querySelector(":scope > .children");
-    if (open) {
-      open.remove();
-      button.setAttribute("aria-expanded", "false");
-      return;
-    }
-    button.disabled = true;
+  const holder = document.getElementById("graph");
+  if (!holder) return;
+  holder.addEventListener("click", async (event) => {
+    const link = event.target.closest("a[data-drawing]");
+    if (!link) return;
+    event.preventDefault();
+    const name = link.dataset.node;
+    const address = link.getAttribute("href");
     try {
-      const html = await fetchFragment(`/graph/expand?name=${encodeURIComponent(button.dataset.expand)}`);
-      const children = document.createElement("div");
-      children.className = "children";
-      children.innerHTML = html; // server-rendered, escaped
-      node.appendChild(children);
-      button.setAttribute("aria-expanded", "true");
+      holder.innerHTML = await fetchFragment(link.dataset.drawing); // server-rendered, escaped
+      history.pushState({ graph: true }, "", address);
+      const again = [...holder.querySelectorAll("a[data-node]")].find((node) => node.dataset.node === name);
+      if (again) again.focus();
     } catch (error) {
-      button.title = String(error);
-    } finally {
-      button.disabled = false;
+      window.location.assign(address);
     }
   });
+  window.addEventListener("popstate", () => window.location.reload());
 }
 
+// The team board: server-sent events push it when the team changes; without them (no EventSource, or the
+// stream refused), the board is fetched every data-every ms instead.
 function setUpLive() {
   for (const region of document.querySelectorAll("[data-live]")) {
     const every = Number(region.dataset.every) || 2000;
-    const refresh = async () => {
-      try {
-        region.innerHTML = await fetchFragment(region.dataset.live); // server-rendered, escaped
-        region.dataset.refreshed = String(Number(region.dataset.refreshed || 0) + 1);
-      } catch (error) {
-        region.dataset.error = String(error);
-      }
+    const show = (html, via) => {
+      region.innerHTML = html; // server-rendered, escaped
+      region.dataset.via = via;
+      region.dataset.refreshed = String(Number(region.dataset.refreshed || 0) + 1);
     };
-    setInterval(refresh, every);
+    let polling = null;
+    const poll = () => {
+      if (polling !== null) return;
+      polling = setInterval(async () => {
+        try {
+          show(await fetchFragment(region.dataset.live), "polling");
+        } catch (error) {
+          region.dataset.error = String(error);
+        }
+      }, every);
+    };
+    if (!region.dataset.events || typeof EventSource !== "function") {
+      poll();
+      continue;
+    }
+    const source = new EventSource(region.dataset.events);
+    source.addEventListener("board", (event) => show(event.data, "events"));
+    source.addEventListener("error", () => {
+      if (source.readyState === EventSource.CLOSED) poll(); // refused for good; reconnecting is automatic
+    });
   }
 }
 
