@@ -114,18 +114,27 @@ def reclaim_expired(conn: sqlite3.Connection, now: float) -> int:
 
 
 def claim(
-    conn: sqlite3.Connection, now: float, agent_id: str, lease: float, capabilities: Iterable[str] | None
+    conn: sqlite3.Connection,
+    now: float,
+    agent_id: str,
+    lease: float,
+    capabilities: Iterable[str] | None,
+    task_id: str | None = None,
 ) -> Task | None:
-    """The claimed task, or None when no task is ready for this agent."""
+    """The claimed task (``task_id`` only, when given), or None when none is ready for this agent."""
     check_seconds(lease, "lease_seconds")
+    if task_id is not None:
+        get_task(conn, task_id)
     agent = touch(conn, now, agent_id)
     have = set(agent.capabilities if capabilities is None else check_names(capabilities, "capabilities"))
     reclaim_expired(conn, now)
+    only = "AND id = ? " if task_id is not None else ""
     ready = conn.execute(
         "SELECT id, requires FROM tasks AS t WHERE state = 'queued' AND NOT EXISTS ("
         " SELECT 1 FROM task_deps AS d JOIN tasks AS x ON x.id = d.depends_on"
-        " WHERE d.task_id = t.id AND x.state != 'done') "
-        "ORDER BY priority DESC, seq"
+        f" WHERE d.task_id = t.id AND x.state != 'done') {only}"
+        "ORDER BY priority DESC, seq",
+        (task_id,) if task_id is not None else (),
     )
     chosen = next((row["id"] for row in ready if set(json.loads(row["requires"])) <= have), None)
     ready.close()
