@@ -32,12 +32,14 @@ class BridgeRunner:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, close: bool = True) -> None:
+        """Stop after the pass in flight; ``close`` also closes the bridge (and calls ``on_stop``)."""
         self._stop.set()
         self._thread.join(timeout=self.interval + self.bridge.client.session.timeout + 5.0)
-        self.bridge.close()
-        if self._on_stop is not None:
-            self._on_stop()
+        if close:
+            self.bridge.close()
+            if self._on_stop is not None:
+                self._on_stop()
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -150,6 +150,9 @@ def _completed_remotely(p: Pass, task: Task, remote_id: str, holder: str | None,
     done = full.result if full is not None and full.result is not None else {"completed_in": "claude-flow"}
     p.team.task_complete(task.id, done, agent_id=holder)
     p.report.imported.append(f"task {task.id} completed in claude-flow")
+    if claim is not None:  # the board still shows it claimed: done is done on both
+        p.client.complete_claim(remote_id)
+        p.report.writes += 1
 
 
 def _claimed_here(p: Pass, task: Task, remote_id: str, holder: str, claim: Claim | None) -> None:
