@@ -260,3 +260,26 @@ def test_the_serve_runner_mirrors_without_being_asked(world: Any) -> None:
             pytest.fail(f"the runner mirrored nothing in 60 s: {bridge.last}")
     finally:
         runner.stop(close=False)  # the fixture closes the bridge
+
+
+def test_two_bridges_on_one_index_create_each_task_once(world: Any, tmp_path: Path) -> None:
+    import threading
+
+    team, bridge, tools, workflow = world
+    for n in range(5):
+        team.task_add(f"Parallel {n}", agent_id="m1")
+    with Team.open(tmp_path / "idx") as second_team:
+        config = ClaudeFlowConfig(
+            ("node", str(CLI), "mcp", "start"), tmp_path / "cf", workflow, timeout=30, health_ttl=0
+        )
+        second = ClaudeFlowBridge.open(second_team, config, tmp_path / "idx")
+        try:
+            threads = [threading.Thread(target=b.sync) for b in (bridge, second)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=120)
+        finally:
+            second.close()
+    names = sorted(t["description"] for t in tools("task_list")["tasks"])
+    assert names == [f"Parallel {n}" for n in range(5)]

@@ -20,10 +20,12 @@ default 30). The server's own messages go to ``<index dir>/claude-flow.log``.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -123,8 +125,12 @@ class ClaudeFlowBridge:
             self._errlog.close()
 
     def sync(self) -> SyncReport:
-        """One pass; claude-flow down gives a report with ``up`` false and changes nothing."""
-        with self._lock:
+        """One pass; claude-flow down gives a report with ``up`` false and changes nothing.
+
+        Passes of every process on this index folder take turns (a file lock
+        beside the ledger), so two of them never create the same task twice.
+        """
+        with self._lock, _exclusive(self.ledger.path.with_suffix(".lock")):
             report = self._pass()
             self.last = report
             return report
@@ -196,6 +202,16 @@ class ClaudeFlowBridge:
             "tasks": tasks,
             "conflicts": _conflicts(p, mapped),
         }
+
+
+@contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _conflicts(p: Pass, mapped: dict[str, str]) -> list[str]:
