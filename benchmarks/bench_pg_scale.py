@@ -9,8 +9,9 @@ here in reasonable time):
   (the two shared corpora and LoCoMo's turns), with memrouter's own BM25F
   postings (``index.lexical.document_terms``);
 - chunks: one per paragraph, 384-d vectors made from real MiniLM vectors of
-  ``--bases`` paragraphs: each chunk mixes two of them (0.75 / 0.25) plus
-  noise and is normalised, so the vectors cluster as real ones do. Queries
+  ``--bases`` paragraphs: each chunk is a random convex mix of three of them
+  plus a little noise, normalised, so the vectors spread as real ones do
+  around real directions. Queries
   are MiniLM vectors of real questions (LoCoMo's and the speed-benchmark list).
 
 It then reports the HNSW build (the index ``pgindex.schema.hnsw_index``
@@ -50,13 +51,16 @@ _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
 
 
 def synthetic_vectors(bases: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` unit vectors, each 0.75 of one base vector, 0.25 of another, plus noise."""
-    first = rng.integers(0, len(bases), size=count)
-    second = rng.integers(0, len(bases), size=count)
-    mixed = 0.75 * bases[first] + 0.25 * bases[second]
-    mixed += rng.normal(scale=0.02, size=mixed.shape).astype(np.float32)
-    mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
-    return mixed.astype(np.float32)
+    """``count`` unit vectors, each a random convex mix of three base vectors plus a little noise."""
+    out = np.empty((count, bases.shape[1]), dtype=np.float32)
+    for start in range(0, count, 100_000):
+        size = min(100_000, count - start)
+        picks = rng.integers(0, len(bases), size=(size, 3))
+        weights = rng.dirichlet((1.0, 1.0, 1.0), size=size).astype(np.float32)
+        mixed = np.einsum("nk,nkd->nd", weights, bases[picks])
+        mixed += rng.normal(scale=0.01, size=mixed.shape).astype(np.float32)
+        out[start : start + size] = mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
+    return out
 
 
 def _text(value: str) -> bytes:
@@ -84,14 +88,16 @@ def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vector
     """Copy the project's memories, postings and chunks; build the HNSW index. Seconds per step."""
     import psycopg
 
+    from memrouter.pgindex.connect import Database
     from memrouter.pgindex.schema import hnsw_index, migrate
+    from memrouter.pgindex.scope import ProjectScope, Writer
 
     took: dict[str, float] = {}
     with psycopg.connect(url, autocommit=True) as conn:
         migrate(conn)
         conn.execute("INSERT INTO projects (project) VALUES (%s)", (PROJECT,))
         started = time.perf_counter()
-        terms: list[dict[str, float]] = []
+        terms: list[tuple[dict[str, float], float]] = []
         with conn.cursor().copy(
             "COPY memories (project, name, path, hash, size, title, channel, scope, status, body, length, vectors) "
             "FROM STDIN"
@@ -99,16 +105,20 @@ def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vector
             for name, title, body in memories:
                 memory = parse_memory(name, name + ".md", f"# {title}\n\n{body}\n")
                 weighted, length = document_terms(memory)
-                terms.append(weighted)
+                terms.append((weighted, length))
                 copy.write_row((PROJECT, name, name + ".md", memory.hash, len(body), memory.title, "long_term",
                                 "project", "active", memory.body, length, MODEL))  # fmt: skip
         ids = dict(conn.execute("SELECT name, id FROM memories WHERE project = %s", (PROJECT,)).fetchall())
         memory_ids = [ids[name] for name, _, _ in memories]
-        with conn.cursor().copy("COPY postings (project, term, memory_id, tf) FROM STDIN") as copy:
-            for memory_id, weighted in zip(memory_ids, terms, strict=True):
-                for term, tf in weighted.items():
-                    copy.write_row((PROJECT, term, memory_id, tf))
-        took["memories and postings"] = time.perf_counter() - started
+        scope = ProjectScope(Database(url, max_size=1), PROJECT)
+        writer = Writer(conn, scope)
+        every = writer.postings(
+            (term, memory_id, tf, length)
+            for memory_id, (weighted, length) in zip(memory_ids, terms, strict=True)
+            for term, tf in weighted.items()
+        )
+        writer.statistics(every)
+        took["memories, postings and statistics"] = time.perf_counter() - started
         started = time.perf_counter()
         with conn.cursor().copy(
             "COPY chunks (project, memory_id, model, ordinal, start, heading, dimension, embedding) "
@@ -123,7 +133,9 @@ def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vector
                     batch = []
             copy.write(b"".join(batch) + struct.pack("!h", -1))
         took["chunks"] = time.perf_counter() - started
-        conn.execute("ANALYZE")
+        started = time.perf_counter()
+        scope.analyze()  # what a bulk push does
+        took["vacuum and analyze"] = time.perf_counter() - started
         started = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '3GB'")
         with conn.transaction():
