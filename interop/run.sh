@@ -37,7 +37,7 @@ for peer in forgetful serena; do
 done
 
 status=0
-echo "interop: Forgetful (real) and embed-serve" >&2
+echo "interop: Forgetful (real), embed-serve and claude-flow (real)" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
 
 echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2

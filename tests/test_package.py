@@ -62,6 +62,8 @@ ALLOWED = {
     # and the Router it is handed (typing only).
     "janitor": (*BASE, "memrouter.janitor", "memrouter.index", "memrouter.store", "memrouter.team", "memrouter.router"),
     "guard": (*BASE, "memrouter.guard"),
+    # The claude-flow bridge: the team channel on one side, an MCP session (backends) on the other.
+    "teambridge": (*BASE, "memrouter.teambridge", "memrouter.team", "memrouter.backends", "memrouter.config"),
 }
 
 

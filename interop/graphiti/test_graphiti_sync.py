@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import FalkorServer, make_project
@@ -222,4 +223,55 @@ def test_killing_falkordb_mid_sync_then_rerunning_converges_without_duplicates(
         assert counts == {"episodes": episodes, "entities": len(entities), "edges": edges}
         checked = router.validate(check_remote=True)[0]
         assert (checked.in_sync, checked.missing, checked.orphaned) == (episodes, 0, 0)
+        assert_no_model_called(backend)
+
+
+def test_a_memory_that_ends_later_leaves_present_search_when_its_time_comes(
+    falkordb: FalkorServer, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path, falkordb.port, "later")
+    write_memories(root)
+    ends = datetime.now(UTC) + timedelta(seconds=4)
+    (root / "infra" / "backups.md").write_text(
+        f"---\nvalid_until: {ends.isoformat()}\n---\n# Backups\n\nNightly quokka dumps go to the object store.\n",
+        encoding="utf-8",
+    )
+    with Router.open(root=root, watch=False) as router:
+        backend = graph_backend(router)
+        assert router.sync()[0].ok
+        episode = episode_uuid("later", "infra/backups")
+        assert any(hit.remote_id == episode or hit.origin_id == episode for hit in backend.search("quokka dumps", 10))
+        time.sleep(max(0.0, (ends - datetime.now(UTC)).total_seconds()) + 0.5)
+        # no sync in between: the search compares the stored end with its own now
+        late = backend.search("quokka dumps", 10)
+        assert all(hit.remote_id != episode and hit.origin_id != episode for hit in late), late
+        assert backend.search("   ", 10) == []
+        assert_no_model_called(backend)
+
+
+def test_a_resave_keeps_when_things_were_created_and_drops_mentions_it_no_longer_makes(
+    falkordb: FalkorServer, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path, falkordb.port, "keep")
+    write_memories(root)
+    with Router.open(root=root, watch=False) as router:
+        backend = graph_backend(router)
+        assert router.sync()[0].ok
+        episode = episode_uuid("keep", "decisions/db")
+        first = {edge["uuid"]: edge["created_at"] for edge in backend.call(backend.store.edges_of(episode))}
+        mentions = "MATCH (:Episodic {uuid: $uuid})-[:MENTIONS]->(n:Entity) RETURN n.name AS name"
+        named = {row["name"] for row in backend.call(backend.store._query(mentions, uuid=episode))}
+        assert any("postgres" in name.lower() for name in named), named
+        time.sleep(1.1)
+        (root / "decisions" / "db.md").write_text(
+            "# Database choice\n\nThe billing service is settled.\n- depends_on [[infra/backups]] (nightly quokka dumps)\n",
+            encoding="utf-8",
+        )
+        report = router.sync()[0]
+        assert report.ok and report.updated == ["decisions/db"]
+        second = {edge["uuid"]: edge["created_at"] for edge in backend.call(backend.store.edges_of(episode))}
+        kept = first.keys() & second.keys()
+        assert kept and all(first[uuid] == second[uuid] for uuid in kept)
+        after = {row["name"] for row in backend.call(backend.store._query(mentions, uuid=episode))}
+        assert not any("postgres" in name.lower() for name in after), after
         assert_no_model_called(backend)

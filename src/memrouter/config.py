@@ -49,7 +49,7 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team"),
     "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency", "fusion"),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
@@ -58,6 +58,8 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
     "context": ("margin",),
+    "team": ("claude_flow",),
+    "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
 }
 
 
@@ -145,6 +147,8 @@ class Config:
     context: ContextConfig = field(default_factory=ContextConfig)
     # ``memrouter serve`` embeds memories lacking vectors in a background thread (``[embed] background``).
     embed_background: bool = True
+    claude_flow: dict[str, Any] | None = None
+    """``[team.claude_flow]`` as written; ``memrouter.teambridge`` reads it."""
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -245,9 +249,14 @@ class Config:
 
             index = replace(index, project=derived_key(project or memories))
         scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
+        team = settings.get("team", {})
+        bridge = team.get("claude_flow") if isinstance(team, dict) else None
+        if not isinstance(team, dict) or (bridge is not None and not isinstance(bridge, dict)):
+            raise ConfigError(f"{source}: [team] and [team.claude_flow] must be tables")
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})), background,
+            bridge,
         )  # fmt: skip
 
 

@@ -21,9 +21,11 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
+    from memrouter.config import Config
     from memrouter.mcp.team_service import TeamService
     from memrouter.router import Router
     from memrouter.serving import ConnectionLimits
+    from memrouter.teambridge import BridgeRunner
 
 __all__ = ["serve", "DEFAULT_HOST", "DEFAULT_PORT"]
 
@@ -69,6 +71,7 @@ def serve(
 
         router = Router.open(root=root, index_dir=index_dir, watch=True)
         team: TeamService | None = None
+        mirror: BridgeRunner | None = None
         try:
             # Bring the index up to date while the MCP SDK imports (over a second) and the
             # client connects, not on its first call.
@@ -80,6 +83,7 @@ def serve(
             service = MemoryService(router, global_root=Path(global_root) if global_root else None)
             config = router.config
             team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
+            mirror = _start_team_bridge(config)
             server = create_server(service, team=team)
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
@@ -90,10 +94,21 @@ def serve(
         finally:
             if team is not None:
                 team.close()
+            if mirror is not None:
+                mirror.stop()
             router.close()
     finally:
         for listener in listeners:
             listener.close()
+
+
+def _start_team_bridge(config: Config) -> BridgeRunner | None:
+    """Mirror the team channel to claude-flow in the background when ``[team.claude_flow]`` is set."""
+    if config.claude_flow is None:
+        return None
+    from memrouter.teambridge import start_runner
+
+    return start_runner(config)
 
 
 def _warm(router: Router) -> None:

@@ -19,9 +19,11 @@ import pytest
 from team.test_state_machines import (
     test_an_expired_lease_returns_the_task_and_counts_an_attempt,
     test_bad_input_is_refused_and_changes_nothing,
+    test_claim_a_named_task,
     test_claims_follow_priority_dependencies_and_capabilities,
     test_compare_and_set_and_ttl,
     test_failures_retry_then_park_and_stale_agents_lose_their_leases,
+    test_handoff_get_shows_any_state,
     test_handoff_state_machine,
     test_ids_are_random_128_bit,
     test_renewing_a_lease_keeps_the_claim,
@@ -42,6 +44,7 @@ __all__ = [
     "test_failures_retry_then_park_and_stale_agents_lose_their_leases", "test_handoff_state_machine",
     "test_ids_are_random_128_bit", "test_renewing_a_lease_keeps_the_claim",
     "test_reservations_conflict_expire_and_release", "test_workflow_completion_clears_exactly_its_own_records",
+    "test_claim_a_named_task", "test_handoff_get_shows_any_state",
 ]  # fmt: skip
 
 

@@ -232,3 +232,27 @@ def team_rows(team: Team) -> list[tuple[str, list[tuple[object, ...]]]]:
     return team._store.read(
         lambda conn: [(t, [tuple(row) for row in conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2")]) for t in tables]
     )
+
+
+def test_claim_a_named_task(team: Team) -> None:
+    team.register("a1", ["python"])
+    first = team.task_add("first", priority=9)
+    second = team.task_add("second", priority=1)
+    blocked = team.task_add("blocked", depends_on=[first.id])
+    picked = team.task_claim("a1", task_id=second.id)
+    assert picked is not None and picked.id == second.id  # not the higher-priority one
+    assert team.task_claim("a1", task_id=second.id) is None  # already claimed
+    assert team.task_claim("a1", task_id=blocked.id) is None  # its dependency is not done
+    with pytest.raises(NotFound):
+        team.task_claim("a1", task_id="0" * 32)
+    assert team.task_get(first.id).state == "queued"
+
+
+def test_handoff_get_shows_any_state(team: Team) -> None:
+    team.register("a1")
+    team.register("b1")
+    offer = team.handoff("a1", "b1", {"notes": "over to you"})
+    team.handoff_reject(offer.id, "b1", "busy")
+    assert team.handoff_get(offer.id).state == "rejected"
+    with pytest.raises(NotFound):
+        team.handoff_get("f" * 32)

@@ -183,6 +183,8 @@ class GraphitiBackend:
 
     # -- the protocol -----------------------------------------------------------
     def search(self, query: str, limit: int = 10) -> list[ExternalHit]:
+        if not query.strip():
+            return []  # nothing to look for: no round trip
         store = self.store
         found = self.call(store.search(query, limit))
         hits: list[ExternalHit] = []

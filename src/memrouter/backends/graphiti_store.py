@@ -8,8 +8,10 @@ LLM (and the cross-encoder) raises if it is ever asked, counting the calls.
 
 Written properties beyond Graphiti's own, on an episode: ``memrouter_obsolete``
 (the reason its memory was deleted) and ``memrouter_invalid_at`` (when its
-memory stopped holding), set after the episode is saved and cleared by the
-next save; a search filtered to the present leaves such episodes out.
+memory stops holding, past or future), set after the episode is saved and
+cleared by the next save that has none; a search filtered to the present
+leaves out the episodes whose time has come. A re-save keeps the
+``created_at`` of what was saved before.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from graphiti_core.search.search_config_recipes import COMBINED_HYBRID_SEARCH_RR
 from graphiti_core.search.search_filters import ComparisonOperator, DateFilter, SearchFilters
 from graphiti_core.utils.bulk_utils import add_nodes_and_edges_bulk
 
-from memrouter.backends.graphiti_plan import MemoryPlan
+from memrouter.backends.graphiti_plan import MemoryPlan, parse_time
 
 __all__ = ["EpisodeRow", "FoundItem", "GraphitiStore", "NoLLM", "NoReranker", "MemrouterEmbedder"]
 
@@ -153,18 +155,19 @@ class GraphitiStore:
         """Save the plan's entities, episode, mentions and edges; expire this memory's edges it no longer has."""
         await self.ensure_indices()
         now = datetime.now(UTC)
+        born = await self._created(plan)
         vectors = await self.embedder.create_batch(
             [entity.name for entity in plan.entities] + [edge.fact for edge in plan.edges]
         )
         entities = [
             EntityNode(uuid=entity.uuid, name=entity.name, group_id=plan.group, labels=["Entity"],
-                       summary=entity.key, created_at=now, name_embedding=vector)
+                       summary=entity.key, created_at=born.get(entity.uuid, now), name_embedding=vector)
             for entity, vector in zip(plan.entities, vectors, strict=False)
         ]  # fmt: skip
         episode = EpisodicNode(
             uuid=plan.episode_uuid, name=plan.title, group_id=plan.group, source=EpisodeType.text,
             source_description=plan.source_description, content=plan.content, valid_at=plan.valid_at or now,
-            entity_edges=[edge.uuid for edge in plan.edges], created_at=now,
+            entity_edges=[edge.uuid for edge in plan.edges], created_at=born.get(plan.episode_uuid, now),
         )  # fmt: skip
         mentions = [
             EpisodicEdge(uuid=_mention_uuid(plan.episode_uuid, entity.uuid), group_id=plan.group,
@@ -174,19 +177,37 @@ class GraphitiStore:
         edges = [
             EntityEdge(
                 uuid=edge.uuid, group_id=plan.group, source_node_uuid=edge.source, target_node_uuid=edge.target,
-                created_at=now, name=edge.name, fact=edge.fact, fact_embedding=vector, episodes=[plan.episode_uuid],
+                created_at=born.get(edge.uuid, now), name=edge.name, fact=edge.fact, fact_embedding=vector,
+                episodes=[plan.episode_uuid],
                 valid_at=edge.valid_at, invalid_at=edge.invalid_at, expired_at=edge.expired_at,
             )
             for edge, vector in zip(plan.edges, vectors[len(plan.entities) :], strict=False)
         ]  # fmt: skip
         # Graphiti's own batched save (UNWIND queries; no LLM): MERGE by uuid, so a re-run overwrites
         await add_nodes_and_edges_bulk(self.driver, [episode], mentions, entities, edges, self.embedder)
-        if plan.invalid_at is not None and plan.invalid_at <= now:
-            await self._query(
-                "MATCH (n:Episodic {uuid: $uuid}) SET n.memrouter_invalid_at = $at", uuid=plan.episode_uuid,
-                at=plan.invalid_at,
-            )  # fmt: skip
+        # When the memory stops holding (past or future: searches compare it with their own now); mentions of
+        # entities this version no longer names are removed, so the episode is not found through them.
+        await self._query(
+            "MATCH (n:Episodic {uuid: $uuid}) SET n.memrouter_invalid_at = $at "
+            "WITH n OPTIONAL MATCH (n)-[m:MENTIONS]->(x:Entity) WHERE NOT x.uuid IN $entities DELETE m",
+            uuid=plan.episode_uuid, at=plan.invalid_at, entities=[entity.uuid for entity in plan.entities],
+        )  # fmt: skip
         await self._expire_others(plan.episode_uuid, [edge.uuid for edge in plan.edges], now)
+
+    async def _created(self, plan: MemoryPlan) -> dict[str, datetime]:
+        """When the episode, entities and edges already saved were first created (a re-save keeps it)."""
+        rows = await self._query(
+            "MATCH (n) WHERE n.uuid IN $nodes RETURN n.uuid AS uuid, n.created_at AS at "
+            "UNION ALL MATCH ()-[e:RELATES_TO]->() WHERE e.uuid IN $edges RETURN e.uuid AS uuid, e.created_at AS at",
+            nodes=[plan.episode_uuid, *(entity.uuid for entity in plan.entities)],
+            edges=[edge.uuid for edge in plan.edges],
+        )  # fmt: skip
+        found: dict[str, datetime] = {}
+        for row in rows:
+            at = parse_time(row["at"])
+            if at is not None:
+                found[str(row["uuid"])] = at
+        return found
 
     async def _expire_others(self, episode: str, keep: Iterable[str], now: datetime) -> None:
         """Edges an earlier version of the memory made and this one does not: ended, never deleted."""
@@ -226,7 +247,8 @@ class GraphitiStore:
         """Every edge an episode holds, with its validity (for tests and ``validate``)."""
         return await self._query(
             "MATCH ()-[e:RELATES_TO]->() WHERE $episode IN e.episodes RETURN e.uuid AS uuid, e.fact AS fact, "
-            "e.valid_at AS valid_at, e.invalid_at AS invalid_at, e.expired_at AS expired_at",
+            "e.valid_at AS valid_at, e.invalid_at AS invalid_at, e.expired_at AS expired_at, "
+            "e.created_at AS created_at",
             episode=episode,
         )
 
@@ -285,12 +307,13 @@ class GraphitiStore:
             return [], set()
         rows = await self._query(
             "MATCH (ep:Episodic) WHERE ep.uuid IN $episodes AND (ep.memrouter_obsolete IS NOT NULL OR "
-            "ep.memrouter_invalid_at IS NOT NULL) RETURN ep.uuid AS uuid, NULL AS entity, NULL AS name, "
+            "ep.memrouter_invalid_at <= $now) RETURN ep.uuid AS uuid, NULL AS entity, NULL AS name, "
             "NULL AS content, NULL AS source "
             "UNION ALL MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity) WHERE n.uuid IN $nodes AND "
-            "ep.memrouter_obsolete IS NULL AND ep.memrouter_invalid_at IS NULL RETURN ep.uuid AS uuid, "
-            "n.uuid AS entity, ep.name AS name, ep.content AS content, ep.source_description AS source",
-            episodes=[ep.uuid for ep in found.episodes], nodes=list(scores),
+            "ep.memrouter_obsolete IS NULL AND (ep.memrouter_invalid_at IS NULL OR ep.memrouter_invalid_at > $now) "
+            "RETURN ep.uuid AS uuid, n.uuid AS entity, ep.name AS name, ep.content AS content, "
+            "ep.source_description AS source",
+            episodes=[ep.uuid for ep in found.episodes], nodes=list(scores), now=datetime.now(UTC),
         )  # fmt: skip
         ended = {str(r["uuid"]) for r in rows if r["entity"] is None}
         mentioning = [

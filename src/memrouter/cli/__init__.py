@@ -11,7 +11,20 @@ from __future__ import annotations
 
 import click
 
-from memrouter.cli import channels, context, graph, guard, janitor, memories, quality, review, services, team, ui
+from memrouter.cli import (
+    channels,
+    context,
+    graph,
+    guard,
+    janitor,
+    memories,
+    quality,
+    review,
+    services,
+    team,
+    team_bridge,
+    ui,
+)
 from memrouter.cli.common import State
 
 __all__ = ["main"]
@@ -44,3 +57,4 @@ for command in (
     context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui,
 ):  # fmt: skip
     main.add_command(command)
+team.team.add_command(team_bridge.sync)

@@ -52,9 +52,14 @@ def team() -> None:
 @pass_state
 @handle_errors
 def status(state: State, agent: str | None, fmt: str) -> None:
-    """Agents, their status, claims, reservations and pending handoffs."""
+    """Agents, their status, claims, reservations and pending handoffs (and claude-flow's board, when configured)."""
+    from memrouter.cli.team_bridge import external_board
+
     with _team(state) as channel:
         data = channel.get_team_state(agent).to_dict()
+        board = external_board(state, channel)
+    if board is not None:
+        data["claude_flow"] = board
 
     def text() -> str:
         lines = [f"{'agent':<16} {'status':<8} {'claims':>6} {'paths':>5} {'handoffs':>8}  message"]
@@ -67,6 +72,10 @@ def status(state: State, agent: str | None, fmt: str) -> None:
                 f"{len(entry['pending_handoffs']):>8}  {a['message'] or ''}"
             )
         lines.append("tasks: " + ", ".join(f"{n} {s}" for s, n in data["tasks"].items()))
+        if board is not None:
+            from memrouter.cli.team_bridge import board_lines
+
+            lines += board_lines(board)
         return "\n".join(lines)
 
     emit(fmt, data, text)

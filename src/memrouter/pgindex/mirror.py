@@ -27,6 +27,7 @@ __all__ = ["Pushed", "local_mark", "push"]
 # A push changing at least this many memories (or a tenth of the project) refreshes the tables' statistics.
 ANALYZE_FROM = 50
 _LOCAL_COLUMNS = [c for c in MEMORY_COLUMNS if c != "vectors"]
+_LENGTH = MEMORY_COLUMNS.index("length")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +75,18 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
         remote = writer.states()
         changed = [name for name, (_, digest, models) in local.items() if remote.get(name) != (digest, models)]
         removed = [name for name in remote if name not in local]
-        writer.delete(changed + removed)
+        touched = writer.delete(changed + removed)
         if changed:
             local_ids = {name: local[name][0] for name in changed}
             rows = _memory_rows(conn, local_ids, {name: local[name][2] for name in changed})
             ids = writer.insert([row for row, _ in rows])
-            writer.postings((term, ids[row[0]], tf) for row, terms in rows for term, tf in terms.items())
+            touched |= writer.postings(
+                (term, ids[row[0]], tf, row[_LENGTH]) for row, terms in rows for term, tf in terms.items()
+            )
             by_local = {local_ids[name]: ids[name] for name in changed}
             writer.chunks(_chunk_rows(conn, by_local))
         if changed or removed:
+            writer.statistics(touched)
             writer.bump()
         writer.mark(mark)
     if len(changed) + len(removed) >= max(ANALYZE_FROM, len(remote) // 10):

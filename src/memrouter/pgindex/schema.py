@@ -84,10 +84,34 @@ CREATE INDEX chunks_project_model ON chunks (project, model);
 # whose local index has that mark has nothing to copy, without comparing every row.
 _MARK = "ALTER TABLE projects ADD COLUMN mark text NOT NULL DEFAULT '';"
 
+# Lexical statistics kept with the rows, so a search reads only its terms' postings: each posting carries its
+# memory's length, ``terms`` holds each term's document frequency, and the project row its memory count
+# and mean length (all rewritten by each push, ``scope.Writer.statistics``). The postings' key includes
+# what scoring reads, so a term's postings come from the index alone (an index-only scan).
+_LEXICAL_STATISTICS = """
+ALTER TABLE postings ADD COLUMN length double precision NOT NULL DEFAULT 0;
+UPDATE postings p SET length = m.length FROM memories m WHERE m.id = p.memory_id;
+ALTER TABLE postings DROP CONSTRAINT postings_pkey,
+    ADD CONSTRAINT postings_pkey PRIMARY KEY (project, term, memory_id) INCLUDE (tf, length);
+CREATE TABLE terms (
+    project text NOT NULL COLLATE "C" REFERENCES projects(project) ON DELETE CASCADE,
+    term text NOT NULL COLLATE "C",
+    df integer NOT NULL,
+    PRIMARY KEY (project, term)
+);
+INSERT INTO terms (project, term, df) SELECT project, term, count(*) FROM postings GROUP BY project, term;
+ALTER TABLE projects ADD COLUMN memories bigint NOT NULL DEFAULT 0,
+    ADD COLUMN avgdl double precision NOT NULL DEFAULT 1.0;
+UPDATE projects p SET memories = s.n, avgdl = s.avgdl
+FROM (SELECT project, count(*) AS n, coalesce(nullif(avg(length), 0), 1.0) AS avgdl FROM memories GROUP BY project) s
+WHERE s.project = p.project;
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
     ("0003_team_channel", TEAM_SQL),  # the team channel's tables and per-project views (``schema_team``)
+    ("0004_lexical_statistics", _LEXICAL_STATISTICS),
 ]
 
 

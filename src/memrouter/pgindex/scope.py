@@ -24,9 +24,13 @@ if TYPE_CHECKING:
 
 __all__ = ["MEMORY_COLUMNS", "ProjectScope", "Writer"]
 
-TABLES = ("memories", "postings", "chunks")
-_SCOPED = {table: f"(SELECT * FROM {table} WHERE project = %(project)s)" for table in TABLES}
-_RAW = re.compile(r"\b(?:from|join|into|update)\s+(?:memories|postings|chunks|projects)\b", re.IGNORECASE)
+TABLES = ("memories", "postings", "chunks", "terms")
+# ``{project}``: the project's own row (its lexical statistics).
+_SCOPED = {table: f"(SELECT * FROM {table} WHERE project = %(project)s)" for table in (*TABLES, "projects")}
+_SCOPED["project"] = _SCOPED.pop("projects")
+_RAW = re.compile(r"\b(?:from|join|into|update)\s+(?:memories|postings|chunks|terms|projects)\b", re.IGNORECASE)
+# Past this many changed terms, a push recounts every term of the project in one pass.
+_RECOUNT_ALL = 20_000
 # The memory row's columns (``id`` and ``project`` aside), as the mirror copies them.
 MEMORY_COLUMNS = (
     "name", "path", "hash", "size", "title", "tags", "channel", "kind", "scope", "status", "source", "author",
@@ -73,9 +77,11 @@ class ProjectScope:
                 hnsw_index(conn, dimension)
 
     def analyze(self) -> None:
-        """Refresh the planner's statistics of the shared tables (after a bulk change)."""
+        """Refresh the planner's statistics of the shared tables, and the postings' visibility map so their
+        index-only scans read no table pages (after a bulk change)."""
         with self.database.connection() as conn:
-            conn.execute(b"ANALYZE memories, postings, chunks")
+            conn.execute(b"VACUUM (ANALYZE) postings")
+            conn.execute(b"ANALYZE memories, chunks, terms")
 
     @contextmanager
     def writing(self) -> Iterator[Writer]:
@@ -101,10 +107,18 @@ class Writer:
         )
         return {str(name): (str(digest), str(vectors)) for name, digest, vectors in cursor}
 
-    def delete(self, names: Sequence[str]) -> None:
-        """Drop these memories with their postings and chunks."""
-        if names:
-            self.conn.execute("DELETE FROM memories WHERE project = %s AND name = ANY(%s)", (self.project, list(names)))
+    def delete(self, names: Sequence[str]) -> set[str]:
+        """Drop these memories with their postings and chunks; the terms they held."""
+        if not names:
+            return set()
+        held = self.conn.execute(
+            "SELECT DISTINCT p.term FROM postings p JOIN memories m ON m.id = p.memory_id "
+            "WHERE m.project = %s AND m.name = ANY(%s)",
+            (self.project, list(names)),
+        )
+        terms = {str(row[0]) for row in held}
+        self.conn.execute("DELETE FROM memories WHERE project = %s AND name = ANY(%s)", (self.project, list(names)))
+        return terms
 
     def insert(self, rows: Sequence[Sequence[Any]]) -> dict[str, int]:
         """Add memory rows (``MEMORY_COLUMNS`` order); returns name -> row id."""
@@ -119,11 +133,33 @@ class Writer:
         )
         return {str(name): int(mid) for name, mid in cursor}
 
-    def postings(self, rows: Iterable[tuple[str, int, float]]) -> None:
-        """(term, memory id, weighted term frequency) rows."""
-        with self.conn.cursor().copy(b"COPY postings (project, term, memory_id, tf) FROM STDIN") as copy:
-            for term, memory_id, tf in rows:
-                copy.write_row((self.project, term, memory_id, tf))
+    def postings(self, rows: Iterable[tuple[str, int, float, float]]) -> set[str]:
+        """(term, memory id, weighted term frequency, the memory's weighted length) rows; the terms written."""
+        terms: set[str] = set()
+        with self.conn.cursor().copy(b"COPY postings (project, term, memory_id, tf, length) FROM STDIN") as copy:
+            for term, memory_id, tf, length in rows:
+                terms.add(term)
+                copy.write_row((self.project, term, memory_id, tf, length))
+        return terms
+
+    def statistics(self, terms: set[str]) -> None:
+        """Recount the document frequency of ``terms`` and the project's memory count and mean length."""
+        every = len(terms) > _RECOUNT_ALL
+        if terms or every:
+            chosen = "" if every else " AND term = ANY(%(terms)s)"
+            params = {"project": self.project, "terms": sorted(terms)}
+            self.conn.execute(f"DELETE FROM terms WHERE project = %(project)s{chosen}".encode(), params)
+            self.conn.execute(
+                "INSERT INTO terms (project, term, df) SELECT project, term, count(*) FROM postings "
+                f"WHERE project = %(project)s{chosen} GROUP BY project, term".encode(),
+                params,
+            )
+        self.conn.execute(
+            "UPDATE projects p SET memories = s.n, avgdl = s.avgdl FROM (SELECT count(*) AS n, "
+            "coalesce(nullif(avg(length), 0), 1.0) AS avgdl FROM memories WHERE project = %(project)s) s "
+            "WHERE p.project = %(project)s",
+            {"project": self.project},
+        )
 
     def chunks(self, rows: Iterable[tuple[int, str, int, int, str, int, str]]) -> None:
         """(memory id, model, ordinal, start, heading, dimension, vector text) rows."""

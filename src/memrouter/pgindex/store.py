@@ -21,16 +21,22 @@ from memrouter.pgindex.scope import ProjectScope
 
 __all__ = ["DenseHit", "PgIndex", "vector_text"]
 
+# The project's statistics and its terms' document frequencies are kept by each push (``Writer.statistics``),
+# and each posting carries its memory's length, so only the query terms' postings are read; the best
+# ``depth`` memories are joined to their rows (and filters) last. An unfiltered search is exact at any
+# depth; a filtered one widens the depth until enough pass (``PgIndex.lexical``).
 _LEXICAL = f"""
-WITH q AS (SELECT unnest(%(terms)s::text[]) AS term),
-stats AS (SELECT count(*)::float8 AS n, coalesce(nullif(avg(length), 0), 1.0) AS avgdl FROM {{memories}} a),
-df AS (SELECT p.term, count(*)::float8 AS df FROM {{postings}} p WHERE p.term = ANY(%(terms)s) GROUP BY p.term)
-SELECT m.name, sum(ln(1.0 + (s.n - d.df + 0.5) / (d.df + 0.5)) * {K1 + 1.0}
-                   * p.tf / (p.tf + {K1} * (1 - {B} + {B} * m.length / s.avgdl))) AS score
-FROM q JOIN df d ON d.term = q.term JOIN {{postings}} p ON p.term = q.term
-JOIN {{memories}} m ON m.id = p.memory_id CROSS JOIN stats s
+WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {{project}} s),
+q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {{terms}} t CROSS JOIN st
+      WHERE t.term = ANY(%(terms)s)),
+scored AS (
+    SELECT p.memory_id, sum(q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))) AS score
+    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
+    GROUP BY p.memory_id ORDER BY score DESC LIMIT %(depth)s
+)
+SELECT m.name, s.score FROM scored s JOIN {{memories}} m ON m.id = s.memory_id
 WHERE true{{where}}
-GROUP BY m.name ORDER BY score DESC, m.name LIMIT %(limit)s
+ORDER BY s.score DESC, m.name LIMIT %(limit)s
 """
 
 
@@ -66,7 +72,13 @@ class PgIndex:
             return []
         where, params = filter_sql(filters, within)
         sql = _LEXICAL.replace("{where}", where)
-        rows = self.scope.rows(sql, {**params, "terms": terms, "limit": limit})
+        # Ties at the depth's edge: a memory whose score equals the last one kept may be cut, so the depth
+        # is a few times the limit; with filters it widens until enough memories pass them.
+        depths: tuple[int | None, ...] = (limit * 4, limit * 64, None) if where else (limit * 4,)
+        for depth in depths:
+            rows = self.scope.rows(sql, {**params, "terms": terms, "limit": limit, "depth": depth})
+            if len(rows) >= limit:
+                break
         return [(row["name"], float(row["score"])) for row in rows]
 
     def dense(

@@ -71,21 +71,23 @@ _READY = (
 )
 
 
-def ready_task(conn: Conn, have: set[str]) -> str | None:
-    """The best queued task whose dependencies are done and whose required capabilities are in ``have``.
+def ready_task(conn: Conn, have: set[str], task_id: str | None = None) -> str | None:
+    """The best queued task whose dependencies are done and whose required capabilities are in ``have``
+    (``task_id`` only, when given).
 
     On PostgreSQL the row is locked until the transaction ends and rows other
     claims hold are skipped: two claims never choose the same task and never
     wait for each other.
     """
+    only, named = (" AND t.id = ?", (task_id,)) if task_id is not None else ("", ())
     if is_postgres(conn):
         row = conn.execute(
-            f"{_READY} AND t.requires::jsonb <@ ?::jsonb ORDER BY t.priority DESC, t.seq "
+            f"{_READY}{only} AND t.requires::jsonb <@ ?::jsonb ORDER BY t.priority DESC, t.seq "
             "LIMIT 1 FOR UPDATE OF t SKIP LOCKED",
-            (json.dumps(sorted(have)),),
+            (*named, json.dumps(sorted(have))),
         ).fetchone()
         return None if row is None else str(row[0])
-    ready = conn.execute(f"{_READY} ORDER BY t.priority DESC, t.seq")
+    ready = conn.execute(f"{_READY}{only} ORDER BY t.priority DESC, t.seq", named)
     chosen = next((str(row[0]) for row in ready if set(json.loads(row[1])) <= have), None)
     ready.close()
     return chosen

@@ -114,13 +114,22 @@ def reclaim_expired(conn: Conn, now: float) -> int:
     return count
 
 
-def claim(conn: Conn, now: float, agent_id: str, lease: float, capabilities: Iterable[str] | None) -> Task | None:
-    """The claimed task, or None when no task is ready for this agent."""
+def claim(
+    conn: Conn,
+    now: float,
+    agent_id: str,
+    lease: float,
+    capabilities: Iterable[str] | None,
+    task_id: str | None = None,
+) -> Task | None:
+    """The claimed task (``task_id`` only, when given), or None when none is ready for this agent."""
     check_seconds(lease, "lease_seconds")
+    if task_id is not None:
+        get_task(conn, task_id)
     agent = touch(conn, now, agent_id)
     have = set(agent.capabilities if capabilities is None else check_names(capabilities, "capabilities"))
     reclaim_expired(conn, now)
-    chosen = ready_task(conn, have)
+    chosen = ready_task(conn, have, task_id)
     if chosen is None:
         return None
     row = conn.execute(

@@ -119,6 +119,12 @@ class Team:
         )  # fmt: skip
 
     @property
+    def file(self) -> Path | None:
+        """The ``team.sqlite`` file, or None when the channel is in PostgreSQL."""
+        path = getattr(self._store, "path", None)
+        return path if isinstance(path, Path) else None
+
+    @property
     def location(self) -> str:
         """Where the channel lives: the ``team.sqlite`` file, or the database (password hidden) and project."""
         return self._store.location
@@ -282,15 +288,21 @@ class Team:
         )  # fmt: skip
 
     def task_claim(
-        self, agent_id: str, lease_seconds: float = DEFAULT_LEASE, capabilities: Iterable[str] | None = None
+        self,
+        agent_id: str,
+        lease_seconds: float = DEFAULT_LEASE,
+        capabilities: Iterable[str] | None = None,
+        *,
+        task_id: str | None = None,
     ) -> Task | None:
         """Claim the best ready task for ``lease_seconds`` (None if none is ready); exactly one agent gets it.
 
-        ``capabilities`` default to the agent's registered ones.
+        ``capabilities`` default to the agent's registered ones. With ``task_id``
+        only that task is claimed (None if it is not ready for this agent).
         """
         return self._write(
-            lambda c, now: tasks.claim(c, now, agent_id, lease_seconds, capabilities), agent_id, "task_claim",
-            shared=True,
+            lambda c, now: tasks.claim(c, now, agent_id, lease_seconds, capabilities, task_id), agent_id, "task_claim",
+            shared=True, task=task_id,
         )  # fmt: skip
 
     def task_renew(self, task_id: str, lease_seconds: float = DEFAULT_LEASE, *, agent_id: str | None = None) -> Task:
@@ -342,6 +354,10 @@ class Team:
         return self._write(
             lambda c, now: handoffs.respond(c, now, handoff_id, agent_id, False, reason), agent_id, "handoff_reject"
         )
+
+    def handoff_get(self, handoff_id: str) -> Handoff:
+        """One handoff, in whatever state (``NotFound`` if there is none)."""
+        return self._read(lambda c, now: handoffs.get_handoff(c, handoff_id))
 
     def pending_handoffs(self, agent_id: str) -> tuple[Handoff, ...]:
         """Handoffs waiting for ``agent_id`` to answer, oldest first."""

@@ -9,6 +9,8 @@ stay current (and the connection is known to be alive). Each message is an
 ``event: board`` whose data is the board's HTML fragment (``team_board.html``,
 autoescaped, as ``/team/live`` answers it). At most ``MAX_STREAMS`` streams
 are open at once; beyond that the answer is 503 and the page polls instead.
+A team channel in PostgreSQL has no file to watch: the board is rendered
+every ``DATABASE_CHECK_SECONDS`` and sent when it changed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["CHECK_SECONDS", "MAX_STREAMS", "REFRESH_SECONDS", "TeamWatch", "message", "team_events"]
 
 CHECK_SECONDS = 0.1
+DATABASE_CHECK_SECONDS = 1.0
 REFRESH_SECONDS = 10.0
 MAX_STREAMS = 32
 RETRY_MS = 2000
@@ -56,27 +59,33 @@ def message(event: str, data: str) -> str:
     return f"event: {event}\n" + "".join(f"data: {line}\n" for line in lines) + "\n"
 
 
-async def _board_stream(ui: UiContext, path: Path) -> AsyncIterator[str]:
+async def _board_stream(ui: UiContext, path: Path | None) -> AsyncIterator[str]:
     from starlette.concurrency import run_in_threadpool
 
     from memrouter.ui.live import board_fragment
 
     # Opened and counted once the stream starts: a client gone before that leaves nothing behind.
-    watch = TeamWatch(path)
+    watch = TeamWatch(path) if path is not None else None
     ui.streams += 1
     try:
         yield f"retry: {RETRY_MS}\n\n"
-        seen: int | None = None
+        seen: int | str | None = None
         sent_at = 0.0
         while True:
-            version = watch.version()
+            if watch is not None:
+                version: int | str = watch.version()
+                board = None
+            else:  # a team channel in PostgreSQL: render each second and send what changed
+                board = await run_in_threadpool(board_fragment, ui)
+                version = board
             if version != seen or time.monotonic() - sent_at >= REFRESH_SECONDS:
                 seen = version
-                yield message("board", await run_in_threadpool(board_fragment, ui))
+                yield message("board", board if board is not None else await run_in_threadpool(board_fragment, ui))
                 sent_at = time.monotonic()
-            await asyncio.sleep(CHECK_SECONDS)
+            await asyncio.sleep(CHECK_SECONDS if watch is not None else DATABASE_CHECK_SECONDS)
     finally:
-        watch.close()
+        if watch is not None:
+            watch.close()
         ui.streams -= 1
 
 
@@ -90,4 +99,4 @@ async def team_events(ui: UiContext, request: Request) -> Response:
         raise HTTPException(503, "too many live team boards are open; this page refreshes by polling instead")
     team = await run_in_threadpool(ui.router.team)  # creates team.sqlite when there is none yet
     headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
-    return StreamingResponse(_board_stream(ui, team.path), media_type="text/event-stream", headers=headers)
+    return StreamingResponse(_board_stream(ui, team.file), media_type="text/event-stream", headers=headers)
