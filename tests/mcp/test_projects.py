@@ -1,0 +1,87 @@
+"""``memrouter serve --projects FILE``: one HTTP server, several repositories, tokens mapped to projects."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from multiproject import ProjectsServer, check_tokens_and_projects, make_repository, projects_file
+
+from memrouter.errors import ConfigError
+from memrouter.mcp.projects import load_projects
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_tokens_reach_only_their_projects(tmp_path: Path) -> None:
+    alpha = make_repository(tmp_path, "alpha", "alphaword")
+    beta = make_repository(tmp_path, "beta", "betaword")
+    server = ProjectsServer(projects_file(tmp_path, {"alpha": alpha, "beta": beta}))
+    try:
+        await check_tokens_and_projects(server, alpha, beta)
+    finally:
+        server.stop()
+    assert (alpha / ".memrouter" / "index.sqlite").is_file()  # each project keeps its own local index
+    assert (beta / ".memrouter" / "index.sqlite").is_file()
+
+
+def write_file(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "repo" / ".serena" / "memories").mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "projects.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD = '[projects.repo]\npath = "repo"\n[tokens.t]\ntoken = "s3cret"\nprojects = ["repo"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "at least one [projects.<name>]"),
+        (GOOD.replace("[tokens.t]", "[tokens.t]\nread_only = true"), "unknown key(s) in [tokens.t]: read_only"),
+        (GOOD + "extra = 1\n", "unknown key(s) in [tokens.t]: extra"),
+        (GOOD.replace('projects = ["repo"]', 'projects = ["repo", "other"]'), "no such project(s): other"),
+        (GOOD.replace('token = "s3cret"', 'token = " "'), "must not be empty"),
+        (GOOD.replace('token = "s3cret"', 'token_env = "UNSET_VARIABLE"'), "UNSET_VARIABLE is not set"),
+        (GOOD + '[tokens.u]\ntoken = "s3cret"\nprojects = ["repo"]\n', "the same token is given twice"),
+        (GOOD.replace('path = "repo"', 'path = "missing"'), "is not a folder"),
+        (GOOD.replace("[projects.repo]", "[projects.Repo]").replace('["repo"]', '["Repo"]'), "a project key is"),
+        (GOOD + '[projects.again]\npath = "repo"\n', "is served already as 'repo'"),
+        ('database = "mysql://x"\n' + GOOD, "postgresql:// URL"),
+        (GOOD.split("[tokens.t]")[0], "at least one [tokens.<name>]"),
+        ("[projects\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_projects_file_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_projects(write_file(tmp_path, text), env={})
+    assert message in str(error.value)
+
+
+def test_a_project_gets_its_key_and_the_shared_database(tmp_path: Path) -> None:
+    url = "postgresql://memrouter@db.example:5432/memory"
+    served = load_projects(write_file(tmp_path, f'database = "{url}"\n' + GOOD), env={"MEMROUTER_INDEX_DIR": "/x"})
+    config = served.config("repo", env={"MEMROUTER_INDEX_DIR": str(tmp_path / "elsewhere")})
+    assert config.root == tmp_path / "repo" / ".serena" / "memories"
+    assert config.index.url == url and config.project_key == "repo"
+    assert config.index_dir == tmp_path / "repo" / ".memrouter"  # not the server's MEMROUTER_INDEX_DIR
+    assert served.grant_for(b"s3cret") is not None and served.grant_for(b"s3cre") is None
+    from_env = load_projects(write_file(tmp_path, GOOD), env={"MEMROUTER_DATABASE_URL": url})
+    assert from_env.database == url
+
+
+def test_projects_refuses_a_token_and_a_root(tmp_path: Path) -> None:
+    file = write_file(tmp_path, GOOD)
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "--root", str(tmp_path), "serve", "--projects", str(file)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "come from the file" in done.stderr
+    bad = write_file(tmp_path, GOOD.replace('"repo"]', '"nope"]'))
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "serve", "--projects", str(bad)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "no such project(s): nope" in done.stderr
