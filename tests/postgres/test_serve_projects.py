@@ -3,11 +3,15 @@ and each project's rows under its own key."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
 import pytest
-from multiproject import ProjectsServer, check_tokens_and_projects, make_repository, projects_file
+from multiproject import ProjectsServer, check_tokens_and_projects, client, make_repository, projects_file, status_of
 
 pytestmark = pytest.mark.anyio
 
@@ -32,3 +36,40 @@ async def test_tokens_reach_only_their_projects_in_one_database(tmp_path: Path, 
     assert {project for project, _ in rows} == {"alpha", "beta"}
     assert "ops/release-train" in by_project["alpha"] and "ops/release-train" not in by_project["beta"]
     assert by_project["beta"] == by_project["alpha"] - {"ops/release-train"}
+
+
+def readme_projects_file() -> str:
+    """The README's example projects file ("Teams: one server, many repositories")."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    return next(
+        m.group(1)
+        for m in re.finditer(r"^```toml\n(.*?)^```", text, re.M | re.S)
+        if m.group(1).startswith("# projects.toml")
+    )
+
+
+async def test_the_readme_teams_walkthrough(tmp_path: Path, database_url: str) -> None:
+    """Index two repositories into one database, then serve them with the README's projects file and tokens."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
+    for name in ("payments-service", "checkout-web"):
+        folder = make_repository(tmp_path, name, name.replace("-", ""))
+        done = subprocess.run([sys.executable, "-m", "memrouter", "index", "--database", database_url], cwd=folder,
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    with psycopg.connect(database_url) as conn:
+        assert {row[0] for row in conn.execute("SELECT project FROM projects")} == {"payments-service", "checkout-web"}
+    example = re.sub(r'^database = "[^"]*"', f'database = "{database_url}"', readme_projects_file(), flags=re.M)
+    (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
+    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret"}
+    server = ProjectsServer(tmp_path / "projects.toml", env=tokens)
+    try:
+        assert status_of(server.url("checkout-web"), "payments-secret") == 403
+        assert status_of(server.url("checkout-web"), "platform-secret") == 200
+        async with client(server.url("payments-service"), "payments-secret") as payments:
+            found = await payments.call_tool("search_memory", {"query": "paymentsservice flaky", "mode": "lexical"})
+            assert found.structured_content["results"]
+            other = await payments.call_tool("search_memory", {"query": "checkoutweb", "mode": "lexical"})
+            assert other.structured_content["results"] == []
+    finally:
+        stderr = server.stop()
+    assert "PostgreSQL index unavailable" not in stderr
