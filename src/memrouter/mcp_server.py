@@ -108,6 +108,8 @@ def serve_projects(
     from memrouter.serving import HttpServer, bind_listeners
 
     served = load_projects(projects_file)
+    for key in served.projects:  # a repository's bad memrouter.toml stops the server before it listens
+        served.config(key)
     listeners = bind_listeners(host, port)
 
     def open_project(key: str) -> OpenedProject:

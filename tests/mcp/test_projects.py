@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from multiproject import ProjectsServer, check_tokens_and_projects, make_repository, projects_file
+from helpers import initialize_status
+from multiproject import (
+    TOKEN_A,
+    TOKEN_B,
+    ProjectsServer,
+    check_tokens_and_projects,
+    make_repository,
+    projects_file,
+    status_of,
+)
 
 from memrouter.errors import ConfigError
 from memrouter.mcp.projects import load_projects
@@ -25,6 +35,37 @@ async def test_tokens_reach_only_their_projects(tmp_path: Path) -> None:
         server.stop()
     assert (alpha / ".memrouter" / "index.sqlite").is_file()  # each project keeps its own local index
     assert (beta / ".memrouter" / "index.sqlite").is_file()
+
+
+async def test_no_project_a_bad_header_and_a_project_that_cannot_open(tmp_path: Path) -> None:
+    alpha = make_repository(tmp_path, "alpha", "alphaword")
+    beta = make_repository(tmp_path, "beta", "betaword")
+    server = ProjectsServer(projects_file(tmp_path, {"alpha": alpha, "beta": beta}))
+    try:
+        base = server.url("alpha").rsplit("/", 2)[0]
+        assert status_of(base + "/mcp", TOKEN_B) == 404
+        assert status_of(base + "/mcp/", TOKEN_B) == 404
+        assert status_of(base + "/elsewhere", TOKEN_B) == 404
+        assert initialize_status(server.url("alpha"), {"Authorization": TOKEN_A}) == 401
+        assert initialize_status(server.url("alpha"), {"Authorization": f"Basic {TOKEN_A}"}) == 401
+        assert status_of(server.url("alpha") + "/", TOKEN_A) == 200
+        (beta / "memrouter.toml").write_text("[search]\nmode = 'nonsense'\n", encoding="utf-8")  # broken after start
+        assert status_of(server.url("beta"), TOKEN_B) == 503
+        assert status_of(server.url("alpha"), TOKEN_B) == 200  # the other projects go on
+    finally:
+        stderr = server.stop()
+    assert "cannot open project beta" in stderr
+
+
+def test_a_bad_repository_configuration_stops_the_server_before_it_listens(tmp_path: Path) -> None:
+    alpha = make_repository(tmp_path, "alpha", "alphaword")
+    (alpha / "memrouter.toml").write_text("[search]\nmode = 'nonsense'\n", encoding="utf-8")
+    file = projects_file(tmp_path, {"alpha": alpha})
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "serve", "--projects", str(file)], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "MEMROUTER_TEST_TOKEN_B": "b"},
+    )  # fmt: skip
+    assert done.returncode == 2 and "mode" in done.stderr, done.stderr
 
 
 def write_file(tmp_path: Path, text: str) -> Path:
