@@ -105,7 +105,8 @@ def leaves(exc: BaseException) -> list[BaseException]:
 
 async def check_tokens_and_projects(server: ProjectsServer, alpha: Path, beta: Path) -> None:
     """Token A searches and saves in alpha and is refused on beta; wrong and missing tokens are refused;
-    a save through alpha writes alpha's files only; token B reaches both, each seeing only its own memories."""
+    a save through alpha writes alpha's files only; token B reaches both, each seeing only its own memories
+    and its own team channel."""
     import pytest
     from mcp.shared.exceptions import MCPError
 
@@ -152,3 +153,9 @@ async def check_tokens_and_projects(server: ProjectsServer, alpha: Path, beta: P
     async with client(server.url("alpha"), TOKEN_B) as alpha_again:
         mixed = await alpha_again.call_tool("search_memory", {"query": "betaword", "mode": "lexical"})
         assert mixed.structured_content["results"] == []
+        await alpha_again.call_tool("team_register", {"agent_id": "ada"})
+        shared = await alpha_again.call_tool("team_set", {"key": "release", "value": "alpha", "agent_id": "ada"})
+        assert not shared.is_error, shared.content[0].text
+    async with client(server.url("beta"), TOKEN_B) as beta_again:  # each project has its own team channel
+        unseen = await beta_again.call_tool("team_get", {"key": "release"})
+        assert unseen.is_error and "no team variable" in unseen.content[0].text
