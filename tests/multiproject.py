@@ -20,6 +20,7 @@ from memrouter.testing.servers import free_port
 
 TOKEN_A = "token-a-only-alpha"
 TOKEN_B = "token-b-alpha-and-beta"
+TOKEN_READER = "token-reads-alpha"
 
 
 def make_repository(base: Path, name: str, marker: str) -> Path:
@@ -33,12 +34,14 @@ def make_repository(base: Path, name: str, marker: str) -> Path:
 
 
 def projects_file(base: Path, repositories: dict[str, Path], database: str | None = None) -> Path:
-    """A projects file serving ``repositories``: TOKEN_A may use alpha, TOKEN_B alpha and beta (from the env)."""
+    """A projects file serving ``repositories``: TOKEN_A may use alpha, TOKEN_B alpha and beta (from the env),
+    TOKEN_READER may read alpha."""
     lines = [f"database = {json.dumps(database)}"] if database else []
     for key, folder in repositories.items():
         lines += [f"[projects.{key}]", f"path = {json.dumps(str(folder))}"]
     lines += ["[tokens.a]", f'token = "{TOKEN_A}"', 'projects = ["alpha"]']
     lines += ["[tokens.b]", 'token_env = "MEMROUTER_TEST_TOKEN_B"', f"projects = {json.dumps(sorted(repositories))}"]
+    lines += ["[tokens.reader]", f'token = "{TOKEN_READER}"', 'read_only = ["alpha"]']
     path = base / "projects.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -159,3 +162,24 @@ async def check_tokens_and_projects(server: ProjectsServer, alpha: Path, beta: P
     async with client(server.url("beta"), TOKEN_B) as beta_again:  # each project has its own team channel
         unseen = await beta_again.call_tool("team_get", {"key": "release"})
         assert unseen.is_error and "no team variable" in unseen.content[0].text
+
+    assert status_of(server.url("beta"), TOKEN_READER) == 403
+    async with client(server.url("alpha"), TOKEN_READER) as reader:
+        read = await reader.call_tool("search_memory", {"query": "release train tuesdays", "mode": "lexical"})
+        assert read.structured_content["results"][0]["name"] == "ops/release-train"
+        assert not (await reader.call_tool("get_memory", {"memory_name": "ops/release-train"})).is_error
+        for tool, arguments in (
+            ("save_memory", {"content": "# Reader note\n\nSee ADR-001.", "memory_name": "ops/reader"}),
+            ("delete_memory", {"memory_name": "ops/release-train"}),
+            ("team_set", {"key": "release", "value": "reader", "agent_id": "ada"}),
+        ):
+            with pytest.raises(MCPError) as refused:
+                await reader.call_tool(tool, arguments)
+            assert (
+                str(refused.value)
+                == f"forbidden: this token may only read the project 'alpha': {tool!r} is not read-only"
+            )
+        still = await reader.call_tool("list_memories", {"topic": "ops"})  # the session goes on
+        assert "ops/release-train" in still.content[0].text and "ops/reader" not in still.content[0].text
+    assert (alpha / ".serena" / "memories" / "ops" / "release-train.md").is_file()
+    assert not (alpha / ".serena" / "memories" / "ops" / "reader.md").exists()

@@ -122,13 +122,16 @@ def test_the_projects_file_example_loads(tmp_path: Path) -> None:
     (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
     for name in ("payments-service", "checkout-web"):
         project(tmp_path / "repos").rename(tmp_path / name)
-    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret"}
+    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret",
+              "MEMROUTER_TOKEN_REVIEW": "review-secret"}  # fmt: skip
     served = load_projects(tmp_path / "projects.toml", env=tokens)
     assert set(served.projects) == {"payments-service", "checkout-web"}
     payments = served.grant_for(b"payments-secret")
     assert payments is not None and payments.projects == {"payments-service"}
     platform = served.grant_for(b"platform-secret")
-    assert platform is not None and platform.projects == {"payments-service", "checkout-web"}
+    assert platform is not None and platform.projects == platform.writable == {"payments-service", "checkout-web"}
+    review = served.grant_for(b"review-secret")
+    assert review is not None and review.projects == platform.projects and not review.writable
     config = served.config("checkout-web", env={})
     assert config.project_key == "checkout-web" and config.index.url == served.database
 

@@ -118,7 +118,7 @@ def serve_projects(
         server, close = _open_server(served.config(key), agent, global_root)
         try:
             app = server.streamable_http_app(streamable_http_path=f"/mcp/{key}", host=host)
-            return OpenedProject(app, server.session_manager, close)
+            return OpenedProject(server, app, server.session_manager, close)
         except BaseException:
             close()
             raise

@@ -82,7 +82,10 @@ GOOD = '[projects.repo]\npath = "repo"\n[tokens.t]\ntoken = "s3cret"\nprojects =
     ("text", "message"),
     [
         ("", "at least one [projects.<name>]"),
-        (GOOD.replace("[tokens.t]", "[tokens.t]\nread_only = true"), "unknown key(s) in [tokens.t]: read_only"),
+        (GOOD.replace("[tokens.t]", "[tokens.t]\nwrite = true"), "unknown key(s) in [tokens.t]: write"),
+        (GOOD.replace("[tokens.t]", "[tokens.t]\nread_only = true"), "read_only must be a list of project keys"),
+        (GOOD.replace("[tokens.t]", '[tokens.t]\nread_only = ["repo"]'), "repo in both projects and read_only"),
+        (GOOD.replace('projects = ["repo"]', "projects = []"), "or read_only = [...]"),
         (GOOD + "extra = 1\n", "unknown key(s) in [tokens.t]: extra"),
         (GOOD.replace('projects = ["repo"]', 'projects = ["repo", "other"]'), "no such project(s): other"),
         (GOOD.replace('token = "s3cret"', 'token = " "'), "must not be empty"),

@@ -60,7 +60,8 @@ async def test_the_readme_teams_walkthrough(tmp_path: Path, database_url: str) -
         assert {row[0] for row in conn.execute("SELECT project FROM projects")} == {"payments-service", "checkout-web"}
     example = re.sub(r'^database = "[^"]*"', f'database = "{database_url}"', readme_projects_file(), flags=re.M)
     (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
-    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret"}
+    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret",
+              "MEMROUTER_TOKEN_REVIEW": "review-secret"}  # fmt: skip
     server = ProjectsServer(tmp_path / "projects.toml", env=tokens)
     try:
         assert status_of(server.url("checkout-web"), "payments-secret") == 403

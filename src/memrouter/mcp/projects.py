@@ -9,6 +9,7 @@ path = "/srv/repos/payments-service"  # the repository (or its .serena/memories 
 [tokens.ci]                           # a name for the token, for the reader of this file
 token_env = "MEMROUTER_TOKEN_CI"      # read the token from this environment variable (or: token = "...")
 projects = ["payments"]               # the projects this token may read and write
+read_only = ["web"]                   # optional: projects it may only read (search, get, list, status)
 ```
 
 The shared index is ``database``, else ``MEMROUTER_DATABASE_URL``, else each
@@ -37,7 +38,7 @@ __all__ = ["PROJECT_KEY", "Grant", "ProjectEntry", "ServedProjects", "load_proje
 PROJECT_KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
 _TOP_KEYS = {"database", "projects", "tokens"}
 _PROJECT_KEYS = {"path", "index_dir"}
-_TOKEN_KEYS = {"token", "token_env", "projects"}
+_TOKEN_KEYS = {"token", "token_env", "projects", "read_only"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +52,12 @@ class ProjectEntry:
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """A bearer token and the projects it may read and write."""
+    """A bearer token, the projects it may use, and those of them it may also write."""
 
     name: str
     secret: bytes
     projects: frozenset[str]
+    writable: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +163,23 @@ def _grants(section: Any, projects: Mapping[str, ProjectEntry], env: Mapping[str
             secret = table["token"]
             if not isinstance(secret, str) or not secret.strip():
                 raise ConfigError(f"{where}: the token must not be empty")
-        allowed = table.get("projects")
-        if not isinstance(allowed, list) or not allowed or not all(isinstance(key, str) for key in allowed):
-            raise ConfigError(f'{where} needs projects = ["<key>", ...], the projects it may use')
-        missing = sorted(set(allowed) - set(projects))
+        writable, read_only = _keys(table, "projects", where), _keys(table, "read_only", where)
+        if not writable and not read_only:
+            raise ConfigError(f'{where} needs projects = ["<key>", ...] (read and write) or read_only = [...]')
+        missing = sorted((writable | read_only) - set(projects))
         if missing:
             raise ConfigError(f"{where}: no such project(s): {', '.join(missing)}")
+        if writable & read_only:
+            raise ConfigError(f"{where}: {', '.join(sorted(writable & read_only))} in both projects and read_only")
         encoded = secret.encode("utf-8")
         if any(hmac.compare_digest(encoded, other.secret) for other in grants):
             raise ConfigError(f"{where}: the same token is given twice")
-        grants.append(Grant(name, encoded, frozenset(allowed)))
+        grants.append(Grant(name, encoded, writable | read_only, writable))
     return tuple(grants)
+
+
+def _keys(table: Mapping[str, Any], field: str, where: str) -> frozenset[str]:
+    keys = table.get(field, [])
+    if not isinstance(keys, list) or not all(isinstance(key, str) for key in keys):
+        raise ConfigError(f"{where}: {field} must be a list of project keys")
+    return frozenset(keys)
