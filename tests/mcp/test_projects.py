@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from helpers import initialize_status
 from multiproject import (
     TOKEN_A,
     TOKEN_B,
+    TOKEN_READER,
     ProjectsServer,
     check_tokens_and_projects,
     make_repository,
@@ -49,6 +53,14 @@ async def test_no_project_a_bad_header_and_a_project_that_cannot_open(tmp_path: 
         assert initialize_status(server.url("alpha"), {"Authorization": TOKEN_A}) == 401
         assert initialize_status(server.url("alpha"), {"Authorization": f"Basic {TOKEN_A}"}) == 401
         assert status_of(server.url("alpha") + "/", TOKEN_A) == 200
+        huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (4 << 20) + b'"}}'
+        request = urllib.request.Request(server.url("alpha"), data=huge, method="POST", headers={
+            "Authorization": f"Bearer {TOKEN_READER}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+        assert refused.value.code == 403 and b"too large to check" in refused.value.read()
+        refused.value.close()
         (beta / "memrouter.toml").write_text("[search]\nmode = 'nonsense'\n", encoding="utf-8")  # broken after start
         assert status_of(server.url("beta"), TOKEN_B) == 503
         assert status_of(server.url("alpha"), TOKEN_B) == 200  # the other projects go on
@@ -129,3 +141,21 @@ def test_projects_refuses_a_token_and_a_root(tmp_path: Path) -> None:
         [sys.executable, "-m", "memrouter", "serve", "--projects", str(bad)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "no such project(s): nope" in done.stderr
+
+
+def test_which_calls_a_read_only_token_may_make() -> None:
+    from memrouter.mcp.multi import _writing_call
+
+    reads = frozenset({"search_memory", "get_memory"})
+
+    def call(name: object) -> dict[str, object]:
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+
+    assert _writing_call(json.dumps(call("search_memory")).encode(), reads) is None
+    assert _writing_call(json.dumps(call("save_memory")).encode(), reads) == "'save_memory'"
+    assert _writing_call(json.dumps([call("get_memory"), call("edit_memory")]).encode(), reads) == "'edit_memory'"
+    assert _writing_call(json.dumps(call(7)).encode(), reads) == "a tool call without a name"
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    assert _writing_call(json.dumps(listing).encode(), reads) is None
+    assert _writing_call(b"not json", reads) is None  # the MCP app refuses it
+    assert _writing_call(b"\xff\xfe", reads) is None
