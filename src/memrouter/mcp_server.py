@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from memrouter.config import Config
     from memrouter.mcp.multi import OpenedProject
     from memrouter.mcp.team_service import TeamService
+    from memrouter.pgindex.shared import SharedDatabases
     from memrouter.router import Router
     from memrouter.serving import ConnectionLimits
 
@@ -105,17 +106,19 @@ def serve_projects(
     """
     from memrouter.mcp.multi import ProjectsApp
     from memrouter.mcp.projects import load_projects
+    from memrouter.pgindex.shared import SharedDatabases
     from memrouter.serving import HttpServer, bind_listeners
 
     served = load_projects(projects_file)
     for key in served.projects:  # a repository's bad memrouter.toml stops the server before it listens
         served.config(key)
     listeners = bind_listeners(host, port)
+    databases = SharedDatabases()  # one pool per database URL, whatever the number of projects
 
     def open_project(key: str) -> OpenedProject:
         from memrouter.mcp.multi import OpenedProject
 
-        server, close = _open_server(served.config(key), agent, global_root)
+        server, close = _open_server(served.config(key), agent, global_root, databases)
         try:
             app = server.streamable_http_app(streamable_http_path=f"/mcp/{key}", host=host)
             return OpenedProject(server, app, server.session_manager, close)
@@ -128,15 +131,16 @@ def serve_projects(
     finally:
         for listener in listeners:
             listener.close()
+        databases.close()  # after every project's router (closed when the app stops)
 
 
 def _open_server(
-    config: Config, agent: str | None, global_root: str | Path | None
+    config: Config, agent: str | None, global_root: str | Path | None, databases: SharedDatabases | None = None
 ) -> tuple[MCPServer, Callable[[], None]]:
     """An MCP server over a new Router on ``config`` (warming up in the background), and how to close both."""
     from memrouter.router import Router
 
-    router = Router.open(config=config, watch=True)
+    router = Router(config, watch=True, databases=databases)
     team: TeamService | None = None
     try:
         # Bring the index up to date while the MCP SDK imports (over a second) and the
