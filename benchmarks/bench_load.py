@@ -165,7 +165,23 @@ class Sessions:
         return self.open[key]
 
 
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (possibly nested) exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
 async def one_client(number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome) -> None:
+    """A client's whole life; a failure outside a call (connecting, closing) is counted as a ``session`` error."""
+    try:
+        await client_calls(number, port, keys, start, until, outcome)
+    except Exception as exc:  # noqa: BLE001 - counted and shown, the other clients go on
+        found = "; ".join(sorted({f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc)}))
+        outcome.calls.append(("session", time.time(), 0.0, f"client {number}: {found}"))
+
+
+async def client_calls(number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome) -> None:
     rng = random.Random(number)
     agent = f"load-{number}"
     async with AsyncExitStack() as stack:
@@ -269,7 +285,8 @@ def report(label: str, outcome: Outcome, seconds: float, projects: dict[str, Pat
             p50s[op] = p50
             print(f"  {op:<8}{len(samples):>8}{len(errors):>8}{p50 * 1000:>10.1f}{p95 * 1000:>10.1f}")
     errors = [error for *_, error in outcome.calls if error]
-    print(f"  throughput {len(outcome.calls) / seconds:.1f} ops/s, {len(errors)} errors")
+    operations = sum(1 for call in outcome.calls if call[0] != "session")
+    print(f"  throughput {operations / seconds:.1f} ops/s, {len(errors)} errors")
     for error in sorted(set(errors))[:5]:
         print(f"    error: {error[:200]}")
     lost = [name for key, name, content, _ in outcome.saves if not saved(projects[key], name, content)]
