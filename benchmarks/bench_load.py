@@ -174,14 +174,17 @@ def leaves(exc: BaseException) -> list[BaseException]:
 
 async def one_client(number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome) -> None:
     """A client's whole life; a failure outside a call (connecting, closing) is counted as a ``session`` error."""
+    phase = ["connecting"]
     try:
-        await client_calls(number, port, keys, start, until, outcome)
+        await client_calls(number, port, keys, start, until, outcome, phase)
     except Exception as exc:  # noqa: BLE001 - counted and shown, the other clients go on
         found = "; ".join(sorted({f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc)}))
-        outcome.calls.append(("session", time.time(), 0.0, f"client {number}: {found}"))
+        outcome.calls.append(("session", time.time(), 0.0, f"client {number} while {phase[0]}: {found}"))
 
 
-async def client_calls(number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome) -> None:
+async def client_calls(
+    number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome, phase: list[str]
+) -> None:
     rng = random.Random(number)
     agent = f"load-{number}"
     async with AsyncExitStack() as stack:
@@ -191,6 +194,7 @@ async def client_calls(number: int, port: int, keys: list[str], start: float, un
         import anyio
 
         outcome.late += time.time() > start
+        phase[0] = "calling"
         await anyio.sleep(max(0.0, start - time.time()))
         count = 0
         variables: set[str] = set()  # the projects where this client has set its team variable
@@ -230,6 +234,7 @@ async def client_calls(number: int, port: int, keys: list[str], start: float, un
             outcome.calls.append((op, began, time.time() - began, error))
             if op == SAVE and error is None:
                 outcome.saves.append((key, args["memory_name"], args["content"], began))
+        phase[0] = "closing its sessions"
 
 
 def client_process(numbers: list[int], port: int, keys: list[str], start: float, until: float) -> Outcome:
