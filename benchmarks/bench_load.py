@@ -53,6 +53,7 @@ from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run 
 TOKEN = "bench-load-token"
 SEARCH, SAVE, TEAM = "search", "save", "team"
 WARNING = "PostgreSQL index unavailable"
+CALL_TIMEOUT = 60.0  # seconds: a call not answered by then counts as an error (a hung server ends the run)
 
 
 @dataclass
@@ -174,9 +175,12 @@ def leaves(exc: BaseException) -> list[BaseException]:
 
 async def one_client(number: int, port: int, keys: list[str], start: float, until: float, outcome: Outcome) -> None:
     """A client's whole life; a failure outside a call (connecting, closing) is counted as a ``session`` error."""
+    import anyio
+
     phase = ["connecting"]
     try:
-        await client_calls(number, port, keys, start, until, outcome, phase)
+        with anyio.fail_after(until - time.time() + 2 * CALL_TIMEOUT):  # a server that stops answering ends it
+            await client_calls(number, port, keys, start, until, outcome, phase)
     except Exception as exc:  # noqa: BLE001 - counted and shown, the other clients go on
         found = "; ".join(sorted({f"{type(leaf).__name__}: {leaf}" for leaf in leaves(exc)}))
         outcome.calls.append(("session", time.time(), 0.0, f"client {number} while {phase[0]}: {found}"))
@@ -226,7 +230,8 @@ async def client_calls(
             began = time.time()
             error: str | None = None
             try:
-                result = await client.call_tool(name, args)
+                with anyio.fail_after(CALL_TIMEOUT):
+                    result = await client.call_tool(name, args)
                 if result.is_error:
                     error = f"{name}: {result.content[0].text}"
             except Exception as exc:  # noqa: BLE001 - any failure of a call is an error to count
