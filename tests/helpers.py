@@ -62,3 +62,54 @@ def git_project(base: Path) -> tuple[Path, Path]:
     git(project, "init", "-q", "-b", "main")
     (project / ".gitignore").write_text(".memrouter/\n")
     return project, root
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def initialize_status(url: str, headers: dict[str, str] | None = None) -> int:
+    """The HTTP status an MCP server at ``url`` answers an initialize request with (sending ``headers``)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(INITIALIZE).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return exc.code
+
+
+def wait_listening(process: subprocess.Popen[bytes], host: str, port: int, timeout: float = 30.0) -> None:
+    """Wait until ``process`` accepts connections on ``host:port``; RuntimeError (with its stderr) if it exits
+    or does not listen in time (the caller stops it)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {process.stderr.read().decode() if process.stderr else ''}")
+        try:
+            with socket.create_connection((host, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not start listening in time")

@@ -23,6 +23,8 @@ import pytest
 from helpers import SAMPLE, write
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+# The first line of the README's example of a ``serve --projects`` file (not a memrouter.toml).
+PROJECTS_FILE = "# projects.toml"
 BIN = Path(sys.executable).parent
 
 
@@ -97,7 +99,7 @@ def test_configuration_examples_load(tmp_path: Path) -> None:
     from memrouter.backends.graphiti import GraphitiConfig
     from memrouter.config import Config
 
-    examples = blocks("toml")
+    examples = [block for block in blocks("toml") if not block.startswith(PROJECTS_FILE)]
     assert examples
     for text in examples:
         folder = project(tmp_path / str(len(text)))
@@ -111,6 +113,27 @@ def test_configuration_examples_load(tmp_path: Path) -> None:
             else:
                 ForgetfulConfig.from_mapping({"name": name, **section})
         tomllib.loads(text)
+
+
+def test_the_projects_file_example_loads(tmp_path: Path) -> None:
+    from memrouter.mcp.projects import load_projects
+
+    example = next(block for block in blocks("toml") if block.startswith(PROJECTS_FILE))
+    (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
+    for name in ("payments-service", "checkout-web"):
+        project(tmp_path / "repos").rename(tmp_path / name)
+    tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret",
+              "MEMROUTER_TOKEN_REVIEW": "review-secret"}  # fmt: skip
+    served = load_projects(tmp_path / "projects.toml", env=tokens)
+    assert set(served.projects) == {"payments-service", "checkout-web"}
+    payments = served.grant_for(b"payments-secret")
+    assert payments is not None and payments.projects == {"payments-service"}
+    platform = served.grant_for(b"platform-secret")
+    assert platform is not None and platform.projects == platform.writable == {"payments-service", "checkout-web"}
+    review = served.grant_for(b"review-secret")
+    assert review is not None and review.projects == platform.projects and not review.writable
+    config = served.config("checkout-web", env={})
+    assert config.project_key == "checkout-web" and config.index.url == served.database
 
 
 def test_the_json_search_example_has_a_hits_keys(memories: Path, tmp_path: Path) -> None:

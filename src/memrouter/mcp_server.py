@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
+    from mcp.server.mcpserver import MCPServer
+
     from memrouter.config import Config
+    from memrouter.mcp.multi import OpenedProject
     from memrouter.mcp.team_service import TeamService
+    from memrouter.pgindex.shared import SharedDatabases
     from memrouter.router import Router
     from memrouter.serving import ConnectionLimits
     from memrouter.teambridge import BridgeRunner
 
-__all__ = ["serve", "DEFAULT_HOST", "DEFAULT_PORT"]
+__all__ = ["serve", "serve_projects", "DEFAULT_HOST", "DEFAULT_PORT"]
 
 log = logging.getLogger(__name__)
 
@@ -67,24 +71,10 @@ def serve(
 
         listeners = bind_listeners(host, port)
     try:
-        from memrouter.router import Router
+        from memrouter.config import Config
 
-        router = Router.open(root=root, index_dir=index_dir, watch=True)
-        team: TeamService | None = None
-        mirror: BridgeRunner | None = None
+        server, close = _open_server(Config.load(root=root, index_dir=index_dir), agent, global_root)
         try:
-            # Bring the index up to date while the MCP SDK imports (over a second) and the
-            # client connects, not on its first call.
-            threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
-            from memrouter.mcp.server import create_server
-            from memrouter.mcp.service import MemoryService
-            from memrouter.mcp.team_service import TeamService
-
-            service = MemoryService(router, global_root=Path(global_root) if global_root else None)
-            config = router.config
-            team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
-            mirror = _start_team_bridge(config)
-            server = create_server(service, team=team)
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
             else:
@@ -92,14 +82,91 @@ def serve(
 
                 run_stdio(server)
         finally:
-            if team is not None:
-                team.close()
-            if mirror is not None:
-                mirror.stop()
-            router.close()
+            close()
     finally:
         for listener in listeners:
             listener.close()
+
+
+def serve_projects(
+    projects_file: str | Path,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    global_root: str | Path | None = None,
+    connection_limits: ConnectionLimits | None = None,
+    on_ready: Callable[[], None] | None = None,
+    agent: str | None = None,
+) -> None:
+    """Serve every repository of ``projects_file`` over streamable HTTP, each at ``/mcp/<key>``, until stopped.
+
+    The file is read and checked (``memrouter.mcp.projects``) before the
+    address is bound; each project opens on its first allowed request.
+    """
+    from memrouter.mcp.multi import ProjectsApp
+    from memrouter.mcp.projects import load_projects
+    from memrouter.pgindex.shared import SharedDatabases
+    from memrouter.serving import HttpServer, bind_listeners
+
+    served = load_projects(projects_file)
+    for key in served.projects:  # a repository's bad memrouter.toml stops the server before it listens
+        served.config(key)
+    listeners = bind_listeners(host, port)
+    databases = SharedDatabases()  # one pool per database URL, whatever the number of projects
+
+    def open_project(key: str) -> OpenedProject:
+        from memrouter.mcp.multi import OpenedProject
+
+        server, close = _open_server(served.config(key), agent, global_root, databases)
+        try:
+            app = server.streamable_http_app(streamable_http_path=f"/mcp/{key}", host=host)
+            return OpenedProject(server, app, server.session_manager, close)
+        except BaseException:
+            close()
+            raise
+
+    try:
+        HttpServer(ProjectsApp(served, open_project), listeners, limits=connection_limits, on_ready=on_ready).run()
+    finally:
+        for listener in listeners:
+            listener.close()
+        databases.close()  # after every project's router (closed when the app stops)
+
+
+def _open_server(
+    config: Config, agent: str | None, global_root: str | Path | None, databases: SharedDatabases | None = None
+) -> tuple[MCPServer, Callable[[], None]]:
+    """An MCP server over a new Router on ``config`` (warming up in the background), and how to close both."""
+    from memrouter.router import Router
+
+    router = Router(config, watch=True, databases=databases)
+    team: TeamService | None = None
+    try:
+        # Bring the index up to date while the MCP SDK imports (over a second) and the
+        # client connects, not on its first call.
+        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
+        from memrouter.mcp.server import create_server
+        from memrouter.mcp.service import MemoryService
+        from memrouter.mcp.team_service import TeamService
+
+        service = MemoryService(router, global_root=Path(global_root) if global_root else None)
+        team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
+        mirror = _start_team_bridge(config)
+        server = create_server(service, team=team)
+    except BaseException:
+        if team is not None:
+            team.close()
+        router.close()
+        raise
+    opened = team
+
+    def close() -> None:
+        opened.close()
+        if mirror is not None:
+            mirror.stop()
+        router.close()
+
+    return server, close
 
 
 def _start_team_bridge(config: Config) -> BridgeRunner | None:

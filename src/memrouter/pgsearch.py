@@ -27,6 +27,7 @@ from memrouter.model import Filters, MemorySummary
 from memrouter.pgindex.connect import Database
 from memrouter.pgindex.mirror import local_mark, push
 from memrouter.pgindex.scope import ProjectScope
+from memrouter.pgindex.shared import SharedDatabases
 from memrouter.pgindex.store import PgIndex
 from memrouter.searching import CanonicalSearch
 
@@ -51,16 +52,20 @@ class PgSearch(CanonicalSearch):
     _store: PgIndex | None = None
     _pushed: str | None = None  # the local index's mark when this process last pushed
     _retry_at: float = 0.0
+    _shared: SharedDatabases | None = None  # pools shared with other routers (``serve --projects``)
 
     def store(self) -> PgIndex:
         """The project's rows, brought in step with the local index first."""
         if time.monotonic() < self._retry_at:
             raise BackendUnavailable(_WAITING)
+        if self._shared is not None and self._store is not None and not self._shared.holds(self._store.database):
+            self._store = None  # another router renewed the shared pool after a failure: use the new one
         if self._store is None:
             url = self.config.index.url
             if not url:
                 raise ConfigError("no database configured: set [index] url or MEMROUTER_DATABASE_URL")
-            self._store = PgIndex(Database(url), self.config.project_key)
+            database = self._shared.get(url) if self._shared is not None else Database(url)
+            self._store = PgIndex(database, self.config.project_key)
         mark = local_mark(self.conn)
         if mark != self._pushed:
             if self._store.scope.mark() != mark:  # another process of this index may have copied it already
@@ -79,7 +84,12 @@ class PgSearch(CanonicalSearch):
         self._pushed = None  # push again once it is back
         self._retry_at = time.monotonic() + RETRY_AFTER
         # A pool that lost its server backs off between reconnects: the next try starts a fresh one.
-        self.close()
+        if self._store is not None:
+            if self._shared is not None:
+                self._shared.discard(self._store.database)
+            else:
+                self._store.database.close()
+            self._store = None
 
     def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
         try:
@@ -105,9 +115,9 @@ class PgSearch(CanonicalSearch):
         return state
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._shared is None:  # a shared pool is closed by its owner
             self._store.database.close()
-            self._store = None
+        self._store = None
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         try:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from memrouter.guard import Verdict
     from memrouter.index.connection import IndexConnection
     from memrouter.janitor.records import JanitorReport
+    from memrouter.pgindex.shared import SharedDatabases
     from memrouter.scratch import Scratchpad
     from memrouter.team import Team
     from memrouter.timefilter import ActivityTimes, Lent
@@ -63,9 +64,10 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
 
     def __init__(
         self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None,
-        record_times: Lent | None = None,
+        record_times: Lent | None = None, databases: SharedDatabases | None = None,
     ) -> None:  # fmt: skip
-        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.asof``)."""
+        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.asof``);
+        ``databases``: PostgreSQL pools shared with other routers of this process (``memrouter.pgindex.shared``)."""
         self.config = config
         self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
@@ -84,7 +86,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._past = None  # memrouter.asof.PastIndexes, made by the first search as_of a date or commit
         self._activity: ActivityTimes | None = None
         self._lent_times = record_times
-        self._searcher = make_search(self._index, config, self._activity_times, self._content_of)
+        self._searcher = make_search(self._index, config, self._activity_times, self._content_of, databases)
 
     @classmethod
     def open(

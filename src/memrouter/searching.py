@@ -37,6 +37,7 @@ from memrouter.model import Filters, Hit, Match, MemorySummary, Provenance
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memrouter.index.connection import IndexConnection
+    from memrouter.pgindex.shared import SharedDatabases
     from memrouter.timefilter import ActivityTimes
     from memrouter.timewords import TimeWords
 
@@ -264,13 +265,15 @@ class CanonicalSearch:
 
 
 def make_search(
-    index: IndexKeeper, config: Config, activity: Callable[[], ActivityTimes], content_of: Callable[[str], str | None]
-) -> CanonicalSearch:
-    """The search a router uses: over the local index, or from PostgreSQL when ``[index] url`` is set."""
+    index: IndexKeeper, config: Config, activity: Callable[[], ActivityTimes], content_of: Callable[[str], str | None],
+    databases: SharedDatabases | None = None,
+) -> CanonicalSearch:  # fmt: skip
+    """The search a router uses: over the local index, or from PostgreSQL when ``[index] url`` is set
+    (through ``databases``' pools when given)."""
     if config.index.url:
         from memrouter.pgsearch import PgSearch  # lazy: the driver loads only when a database is configured
 
-        return PgSearch(index, config, activity, content_of)
+        return PgSearch(index, config, activity, content_of, _shared=databases)
     return CanonicalSearch(index, config, activity, content_of)
 
 

@@ -6,14 +6,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, wait_listening, write
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Ada",
@@ -96,20 +95,12 @@ class ServerProcess:
         self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_ready()
 
-    def _wait_ready(self, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(
-                    f"server exited: {self.process.stderr.read().decode() if self.process.stderr else ''}"
-                )
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("server did not start listening in time")
+    def _wait_ready(self) -> None:
+        try:
+            wait_listening(self.process, self.host, self.port)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.process.terminate()

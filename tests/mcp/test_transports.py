@@ -6,22 +6,14 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from helpers import initialize_status
 
 pytestmark = pytest.mark.anyio
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
 
 
 async def roundtrip(client: Any, root: Path, marker: str) -> None:
@@ -96,27 +88,6 @@ def _root_of(server: Any) -> str:
     return str(args[args.index("--root") + 1])
 
 
-def post(url: str, headers: dict[str, str] | None = None) -> int:
-    body = json.dumps(INITIALIZE).encode()
-    request = urllib.request.Request(
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            **(headers or {}),
-        },
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            status: int = response.status
-            return status
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return exc.code
-
-
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2"])
 async def test_bearer_token_is_required_when_configured(
     host: str, project_root: Path, tmp_path: Path, server_process: Any
@@ -128,11 +99,11 @@ async def test_bearer_token_is_required_when_configured(
     token = "s3cret-token"
     server = server_process(project_root, tmp_path / "index", host=host, token=token)
     try:
-        assert post(server.url) == 401
-        assert post(server.url, {"Authorization": "Bearer wrong"}) == 401
-        assert post(server.url, {"Authorization": token}) == 401
-        assert post(server.url, {"Authorization": f"Basic {token}"}) == 401
-        assert post(server.url, {"Authorization": f"Bearer {token}"}) == 200
+        assert initialize_status(server.url) == 401
+        assert initialize_status(server.url, {"Authorization": "Bearer wrong"}) == 401
+        assert initialize_status(server.url, {"Authorization": token}) == 401
+        assert initialize_status(server.url, {"Authorization": f"Basic {token}"}) == 401
+        assert initialize_status(server.url, {"Authorization": f"Bearer {token}"}) == 200
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
             async with Client(streamable_http_client(server.url, http_client=http)) as client:
                 await roundtrip(client, project_root, f"token-{host.replace('.', '-')}")

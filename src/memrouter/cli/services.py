@@ -27,14 +27,34 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
     help="Folder for Serena-style global/<name> memories (default: refused).",
 )
 @click.option("--agent", default=None, help="The agent id the team tools act as (pinned for every client).")
+@click.option(
+    "--projects",
+    "projects_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve the repositories this TOML file lists over HTTP, each at /mcp/<key>, to the tokens it names.",
+)
 @pass_state
 @handle_errors
 def serve(
     state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None,
-    agent: str | None,
+    agent: str | None, projects_file: str | None,
 ) -> None:  # fmt: skip
-    """Run the MCP server over stdio (or streamable HTTP with --http)."""
+    """Run the MCP server over stdio (or streamable HTTP with --http; many repositories with --projects)."""
     from memrouter.mcp_server import serve as run_server
+
+    if projects_file is not None:
+        if token is not None or state.root is not None or state.index_dir is not None:
+            raise click.UsageError("with --projects, the repositories and tokens come from the file: drop "
+                                   "--token/MEMROUTER_TOKEN, --root and --index-dir")  # fmt: skip
+        from memrouter.mcp_server import serve_projects
+
+        def announce_projects() -> None:
+            click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp/<project>", err=True)
+
+        serve_projects(projects_file, host=host, port=port, global_root=global_root, on_ready=announce_projects,
+                       agent=agent)  # fmt: skip
+        return
 
     def announce() -> None:
         click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp", err=True)

@@ -176,9 +176,11 @@ def _memrouter_tools(tool: _Tools, service: MemoryService, pinned_agent: str | N
                 )  # fmt: skip
             )
 
-        if (mode or service.router.config.search.mode) == "lexical":
-            # A lexical search takes a millisecond or two: a hop to a worker
-            # thread would cost about as much again, so it runs right here.
+        config = service.router.config
+        if (mode or config.search.mode) == "lexical" and not config.index.url:
+            # A lexical search of the local index takes a millisecond or two: a hop to a worker
+            # thread would cost about as much again, so it runs right here. One that waits on
+            # PostgreSQL must not hold up every other request of the server meanwhile.
             return body()
         return await anyio.to_thread.run_sync(body)  # may load the embedding model first
 
