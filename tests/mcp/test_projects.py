@@ -159,3 +159,11 @@ def test_which_calls_a_read_only_token_may_make() -> None:
     assert _writing_call(json.dumps(listing).encode(), reads) is None
     assert _writing_call(b"not json", reads) is None  # the MCP app refuses it
     assert _writing_call(b"\xff\xfe", reads) is None
+
+
+def test_a_repository_without_a_git_remote_is_named_by_the_file_s_key(tmp_path: Path) -> None:
+    url = "postgresql://memrouter@db.example:5432/memory"
+    served = load_projects(write_file(tmp_path, GOOD), env={"MEMROUTER_DATABASE_URL": url})
+    # the environment's database reaches Config.load, which needs a key: the file's, not the (absent) remote
+    config = served.config("repo", env={"MEMROUTER_DATABASE_URL": url, "MEMROUTER_PROJECT": "someone-else"})
+    assert config.index.url == url and config.project_key == "repo"

@@ -82,6 +82,7 @@ class ServedProjects:
         env = os.environ if env is None else env
         # The server's own MEMROUTER_ROOT / MEMROUTER_INDEX_DIR must not send every project to one place.
         scoped = {name: value for name, value in env.items() if name not in ("MEMROUTER_ROOT", "MEMROUTER_INDEX_DIR")}
+        scoped["MEMROUTER_PROJECT"] = key  # the file's key, even for a repository with no git remote to name it
         config = Config.load(root=entry.root, index_dir=entry.index_dir, env=scoped)
         return replace(config, index=replace(config.index, url=self.database or config.index.url, project=key))
 
