@@ -295,3 +295,34 @@ def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
     from memrouter.index.graph_extract import _slugged_key, name_key
 
     assert name_key(text) == _slugged_key(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("src/app.py opens the text", [(0, "about_code", "path:src/app.py", "src/app.py")]),
+        ("ésrc/app.py", []),  # a word character before it, even a non-ASCII one: no path
+        # The same path read again after another character: the first spot is no path, the second is.
+        ("x:src/a.py and src/a.py", [(15, "about_code", "path:src/a.py", "src/a.py")]),
+        ("~/bar.py, $x/y.py, %z/w.py", []),
+        ("İ ADR-7 and Ådr-8", [(2, "mentions", "adr:7", "ADR-007")]),  # "İ" lowers to two characters; "Å" is no A
+        ("Déjà vu: commit 1a2b3c4d landed", [(16, "mentions", "commit:1a2b3c4", "1a2b3c4")]),
+        (
+            "see docs/adr-012.md",
+            [(9, "mentions", "adr:12", "ADR-012"), (4, "about_code", "path:docs/adr-012.md", "docs/adr-012.md")],
+        ),
+    ],
+)
+def test_mentions_depend_on_the_character_before_them_and_read_non_ascii_text(
+    text: str, found: list[tuple[int, str, str, str]]
+) -> None:
+    from memrouter.index.graph_mentions import mentions
+
+    assert list(mentions(text)) == found
+    assert list(mentions(text)) == found  # a second reading (cached spots) finds the same
+
+
+def test_fences_of_tildes_and_backticks_hide_their_mentions(tmp_path: Path) -> None:
+    text = "# X\n\n~~~\nADR-001\n~~~\n```\nADR-002\n```\nADR-003 and ~ alone, `ADR-004`\n"
+    assert edges_of("notes/x", text, tmp_path) == {("mentions", "adr:3"), ("mentions", "adr:4")}
+    assert edges_of("notes/y", text.replace("~~~", "```"), tmp_path) == {("mentions", "adr:3"), ("mentions", "adr:4")}

@@ -173,6 +173,11 @@ def _front_matter_lines(text: str, end_line: int) -> dict[str, int]:
     return lines
 
 
+def _holds(text: str, needle: str) -> bool:
+    """``needle in text``, faster when ``text`` lacks its first character (found by ``memchr``, unlike a longer needle)."""
+    return needle[0] in text and needle in text
+
+
 def _blank_code(line: str) -> str:
     """``line`` with inline code spans blanked (same length, so offsets hold)."""
     return _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
@@ -212,7 +217,7 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             target = match.group(1)
             if "://" in target or target.startswith(("/", "mailto:")):
                 continue
-            key = path_key(posixpath.join(folder, target))
+            key = _link_key(folder, target)
             if key is not None:  # a link leaving the root names no memory
                 yield RawEdge("links_to", key, target, number)
     if "] " not in prose:
@@ -225,10 +230,16 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             yield RawEdge("tagged", "tag:" + tag.group(1).lower(), "#" + tag.group(1), number)
 
 
+@lru_cache(maxsize=16384)  # an index memory links the same files from the same folder
+def _link_key(folder: str, target: str) -> str | None:
+    """The ``path:`` key of markdown link ``target`` written in ``folder`` (``None``: it leaves the root)."""
+    return path_key(posixpath.join(folder, target))
+
+
 def _blank_links(text: str) -> str:
     """``text`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions."""
-    spans = [m.span() for m in _WIKILINK.finditer(text)] if "[[" in text else []
-    if "](" in text:
+    spans = [m.span() for m in _WIKILINK.finditer(text)] if _holds(text, "[[") else []
+    if _holds(text, "]("):
         spans.extend(m.span() for m in _MD_LINK.finditer(text))
     if not spans:
         return text
@@ -246,7 +257,7 @@ def _blank_links(text: str) -> str:
 def _fence_lines(text: str) -> Iterator[re.Match[str]]:
     """``_FENCE_LINE`` matches in ``text``, in order: only lines holding three backticks or tildes are tried."""
     starts: set[int] = set()
-    for marker in ("```", "~~~"):
+    for marker in ("```", "~~~") if "~" in text else ("```",):
         at = text.find(marker)
         while at >= 0:
             starts.add(text.rfind("\n", 0, at) + 1)
@@ -267,7 +278,7 @@ def _prose(memory: Memory) -> tuple[int, str]:
     """
     text, body = memory.text, memory.body
     first = text.count("\n", 0, len(text) - len(body)) + 1
-    if "```" not in body and "~~~" not in body:
+    if not _holds(body, "```") and not _holds(body, "~~~"):
         return first, body
     pieces: list[str] = []
     kept = 0  # where the text not yet copied starts

@@ -70,12 +70,13 @@ def key_label(key: str) -> str:
 
 def mentions(text: str) -> Iterator[Mention]:
     """Every mention in ``text``: ADR ids, then issues, then commits, then paths."""
-    lower = text.lower()
-    if "adr" in lower:
-        yield from _adrs(text, lower)
+    raw = text.encode("utf-8", "surrogatepass")
+    # Bytes lower faster than text; no character but A, D and R lowers to a, d or r, so both hold "adr" alike.
+    if b"adr" in raw.lower():
+        yield from _adrs(text, text.lower())
     if "#" in text:
         yield from _issues(text)
-    for match in hex_runs(text):
+    for match in hex_runs(text, raw):
         digest = match.group(0)
         if not (digest.isdigit() or digest.isalpha()) and is_commit(text, match.start(), match.end()):
             yield match.start(), "mentions", "commit:" + digest[:7], digest[:7]
@@ -128,15 +129,25 @@ def _paths(text: str) -> Iterator[Mention]:
     for hit in _PATH_END.finditer(text):
         low = max(0, hit.start() - 400)
         begin = low + len(text[low : hit.start()].rstrip(_PATH_CHARS))
-        found = _PATH.fullmatch(text, begin, hit.end()) if begin == 0 or text[begin - 1] not in ":~$%\\" else None
-        if found is None:
-            continue
-        path = found.group(1)
-        if path.startswith("**") and path[2:3] != "/":
-            path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
-        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if "/" not in path and _TITLE_WORD.fullmatch(stem):
-            continue  # "Node.js", "Vue.js": a product name, not a file
-        key = path_key(path)
-        if key is not None:
-            yield begin, "about_code", key, path
+        # The candidate with the character before it (a space at the text's start): all a path's reading depends on.
+        found = _path_mention(text[begin - 1 : hit.end()] if begin else " " + text[: hit.end()])
+        if found is not None:
+            yield begin, "about_code", found[0], found[1]
+
+
+@lru_cache(maxsize=16384)  # the same paths come back across a build
+def _path_mention(spot: str) -> tuple[str, str] | None:
+    """(key, path) of the path that fills ``spot`` after its first character (the one before it), or ``None``."""
+    if spot[0] in ":~$%\\":
+        return None
+    found = _PATH.fullmatch(spot, 1)
+    if found is None:
+        return None
+    path = found.group(1)
+    if path.startswith("**") and path[2:3] != "/":
+        path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if "/" not in path and _TITLE_WORD.fullmatch(stem):
+        return None  # "Node.js", "Vue.js": a product name, not a file
+    key = path_key(path)
+    return None if key is None else (key, path)
