@@ -37,7 +37,26 @@ _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
 )
-_PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
+
+
+def _prefix_tree(words: list[str]) -> str:
+    """An alternation of ``words`` sharing their prefixes (``py|pyi|ps1`` -> ``p(?:y(?:i)?|s1)``).
+
+    It matches the strings the plain alternation matches; at each spot it tries a
+    branch per first letter instead of one per word."""
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = []
+    for first, rests in groups.items():
+        longer = [rest for rest in rests if rest]
+        tail = f"(?:{_prefix_tree(longer)})" + ("?" if "" in rests else "") if longer else ""
+        branches.append(re.escape(first) + tail)
+    return "|".join(branches)
+
+
+# A path is found from its extension (followed by no word character): the text around it is read in Python.
+_PATH_END = re.compile(r"\.(?:" + _prefix_tree(_EXTENSIONS.split("|")) + r")(?![\w/-])")
 _PATH = re.compile(
     r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:\.?[\w*@-][\w.*@-]*/){0,20}\.?[\w*@-][\w.*@-]*\.(?:"
     + _EXTENSIONS
