@@ -212,9 +212,12 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
 
 def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
     """The links on ``line``, line ``number`` of a memory in ``folder``."""
-    found = _line_links(line, folder) if len(line) <= _CACHED_LINE else _read_links(line, folder)
-    for kind, key, label, detail in found:
+    for kind, key, label, detail in _links(line, folder):
         yield RawEdge(kind, key, label, number, detail)
+
+
+def _links(line: str, folder: str) -> Iterable[Link]:
+    return _line_links(line, folder) if len(line) <= _CACHED_LINE else _read_links(line, folder)
 
 
 @lru_cache(maxsize=8192)  # an index memory's lines come back in other index memories
@@ -337,19 +340,18 @@ def _prose(memory: Memory) -> tuple[int, str]:
     return first, "".join(pieces)
 
 
-def _link_lines(text: str) -> list[int]:
-    """The start offsets, in order, of the lines of ``text`` holding ``[`` or ``mem:``."""
-    starts: set[int] = set()
+def _link_lines(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets, in order, of the lines of ``text`` holding ``[`` or ``mem:``."""
+    lines: dict[int, int] = {}
     for trigger in ("[", "mem:"):
         at = text.find(trigger)
         while at >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            starts.add(start)
             end = text.find("\n", at)
+            lines[text.rfind("\n", 0, at) + 1] = len(text) if end < 0 else end
             if end < 0:
                 break
             at = text.find(trigger, end)
-    return sorted(starts)
+    return sorted(lines.items())
 
 
 def extract(memory: Memory) -> Extracted:
@@ -374,14 +376,19 @@ def extract(memory: Memory) -> Extracted:
         complete, wikilinks = True, False  # a "[[" stands on a line holding "[": one of the lines read here
         if "[" in prose or "mem:" in prose:
             number, counted = first, 0
-            for start in _link_lines(prose):  # only the lines that may hold a link
+            for start, end in _link_lines(prose):  # only the lines that may hold a link
                 number += prose.count("\n", counted, start)
                 counted = start
-                end = prose.find("\n", start)
-                line = prose[start : len(prose) if end < 0 else end]
+                line = prose[start:end]
                 wikilinks = wikilinks or "[[" in line
-                if not add(_link_edges(line.rstrip("\r"), number, folder)):
-                    complete = False
+                for kind, key, label, detail in _links(line.rstrip("\r"), folder):  # as add() takes them
+                    if key in keys or not key.partition(":")[2] or (kind, key) in edges:
+                        continue
+                    edges[(kind, key)] = RawEdge(kind, key, label, number, detail)
+                    if len(edges) >= MAX_EDGES:
+                        complete = False
+                        break
+                if not complete:
                     break
         if complete:
             _add_mentions(prose, first, keys, edges, wikilinks)
