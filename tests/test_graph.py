@@ -295,3 +295,60 @@ def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
     from memrouter.index.graph_extract import _slugged_key, name_key
 
     assert name_key(text) == _slugged_key(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("src/app.py opens the text", [(0, "about_code", "path:src/app.py", "src/app.py")]),
+        ("ésrc/app.py", []),  # a word character before it, even a non-ASCII one: no path
+        # The same path read again after another character: the first spot is no path, the second is.
+        ("x:src/a.py and src/a.py", [(15, "about_code", "path:src/a.py", "src/a.py")]),
+        ("~/bar.py, $x/y.py, %z/w.py", []),
+        ("İ ADR-7 and Ådr-8", [(2, "mentions", "adr:7", "ADR-007")]),  # "İ" lowers to two characters; "Å" is no A
+        ("Déjà vu: commit 1a2b3c4d landed", [(16, "mentions", "commit:1a2b3c4", "1a2b3c4")]),
+        (
+            "see docs/adr-012.md",
+            [(9, "mentions", "adr:12", "ADR-012"), (4, "about_code", "path:docs/adr-012.md", "docs/adr-012.md")],
+        ),
+    ],
+)
+def test_mentions_depend_on_the_character_before_them_and_read_non_ascii_text(
+    text: str, found: list[tuple[int, str, str, str]]
+) -> None:
+    from memrouter.index.graph_mentions import mentions
+
+    assert list(mentions(text)) == found
+    assert list(mentions(text)) == found  # a second reading (cached spots) finds the same
+
+
+def test_fences_of_tildes_and_backticks_hide_their_mentions(tmp_path: Path) -> None:
+    text = "# X\n\n~~~\nADR-001\n~~~\n```\nADR-002\n```\nADR-003 and ~ alone, `ADR-004`\n"
+    assert edges_of("notes/x", text, tmp_path) == {("mentions", "adr:3"), ("mentions", "adr:4")}
+    assert edges_of("notes/y", text.replace("~~~", "```"), tmp_path) == {("mentions", "adr:3"), ("mentions", "adr:4")}
+
+
+@given(st.text(alphabet="pyisjonmdtx1./- a", max_size=40))
+def test_extensions_found_through_their_prefix_tree_are_the_listed_ones(text: str) -> None:
+    import re
+
+    from memrouter.index.graph_mentions import _EXTENSIONS, _PATH_END
+
+    listed = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
+    assert [m.span() for m in _PATH_END.finditer(text)] == [m.span() for m in listed.finditer(text)]
+
+
+def test_edges_keep_their_order_and_the_line_of_their_first_mention(tmp_path: Path) -> None:
+    text = (
+        "# X\n\nEdit src/b.py first.\nSee [a](notes/adr-009.md) and ADR-004.\nFixes #4017.\n"
+        "Reverted commit a72ee868c.\nsrc/b.py again, ADR-004 again, [[ADR-005]].\n"
+    )
+    memory = parsed("x", text, tmp_path)
+    assert [tuple(edge) for edge in extract(memory).edges] == [  # type: ignore[arg-type]
+        ("links_to", "path:notes/adr-009.md", "notes/adr-009.md", 4, None),
+        ("links_to", "mem:adr-005", "ADR-005", 7, None),
+        ("mentions", "adr:4", "ADR-004", 4, None),  # not adr:9: a link is no mention
+        ("mentions", "issue:#4017", "#4017", 5, None),
+        ("mentions", "commit:a72ee86", "a72ee86", 6, None),
+        ("about_code", "path:src/b.py", "src/b.py", 3, None),
+    ]

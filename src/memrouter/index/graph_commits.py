@@ -23,10 +23,12 @@ _NOT_COMMIT = ("md5", "blob", "sha256", "sha-256", "sha512", "tree", "agent", "u
 _HEX_BYTES = bytes(120 if chr(b) in "0123456789abcdef" else 32 for b in range(256))
 
 
-def hex_runs(text: str) -> Iterator[re.Match[str]]:
+def hex_runs(text: str, raw: bytes | None = None) -> Iterator[re.Match[str]]:
     """``HEX`` matches in ``text``, found fast: hex digits become ``x`` in a byte copy, so
-    runs of seven are found by ``bytes.find``; only those are checked with the pattern."""
-    raw = text.encode("utf-8", "surrogatepass")
+    runs of seven are found by ``bytes.find``; only those are checked with the pattern.
+    ``raw``: ``text`` encoded as UTF-8 with ``surrogatepass``, when the caller has it already."""
+    if raw is None:
+        raw = text.encode("utf-8", "surrogatepass")
     data = raw.translate(_HEX_BYTES)
     ascii_only = len(raw) == len(text)
     at = data.find(b"xxxxxxx")

@@ -68,6 +68,8 @@ _SLUG_RUN = re.compile(r"[^\w]+")
 _SLUGGED = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]+)*)*")
 _WORD_RUN = re.compile(r"[^\W_]+")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+# Lines up to this long have their links cached (longer ones are read lazily, so that MAX_EDGES bounds the work).
+_CACHED_LINE = 1000
 
 
 class RawEdge(NamedTuple):
@@ -81,6 +83,12 @@ class RawEdge(NamedTuple):
     label: str
     line: int
     detail: str | None = None
+
+
+# A mention's edge before its line is counted.
+_PLACE = RawEdge("", "", "", 0)
+# A link as read from a line: (type, key, label, detail).
+Link = tuple[str, str, str, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,16 +123,17 @@ def _slugged_key(text: str) -> str:
 
 
 def _memory_keys(memory: Memory) -> dict[str, str]:
-    keys = {name_key(memory.name): memory.name, name_key(memory.name.rsplit("/", 1)[-1]): memory.name}
-    keys[f"path:{memory.name}.md"] = memory.name
-    keys[f"path:{memory.name.rsplit('/', 1)[-1]}.md"] = memory.name
+    name = memory.name
+    base = name.rsplit("/", 1)[-1]
+    keys = {name_key(name): name, name_key(base): name, f"path:{name}.md": name, f"path:{base}.md": name}
     if memory.title and len(memory.title) <= _MAX_TARGET:
         keys.setdefault(name_key(memory.title), memory.title)
-    for value in _declared(memory):
-        keys.setdefault(name_key(value), value)
-    for match in ADR.finditer(memory.name.rsplit("/", 1)[-1]):
-        keys.setdefault(f"adr:{int(match.group(1))}", key_label(f"adr:{int(match.group(1))}"))
-        break
+    if "entity" in memory.extra or "aliases" in memory.extra:
+        for value in _declared(memory):
+            keys.setdefault(name_key(value), value)
+    # Only A, D and R lower to a, d and r: a name without "adr" holds no ADR id.
+    if "adr" in base.lower() and (name_adr := ADR.search(base)) is not None:
+        keys.setdefault(f"adr:{int(name_adr.group(1))}", key_label(f"adr:{int(name_adr.group(1))}"))
     if (title_adr := ADR.match(memory.title.strip())) is not None:
         keys.setdefault(f"adr:{int(title_adr.group(1))}", key_label(f"adr:{int(title_adr.group(1))}"))
     return {key: label for key, label in keys.items() if key.partition(":")[2]}
@@ -139,16 +148,22 @@ def _declared(memory: Memory) -> list[str]:
     return [value for value in values if len(value) <= _MAX_TARGET][:50]
 
 
-def _front_matter_edges(memory: Memory, lines: dict[str, int]) -> Iterator[RawEdge]:
+def _front_matter_edges(memory: Memory, end_line: int) -> Iterator[RawEdge]:
+    """The relations in the front matter (its first ``end_line`` lines)."""
     fields: dict[str, object] = dict(memory.extra)
     fields.update(supersedes=memory.supersedes, superseded_by=memory.superseded_by, anchors=list(memory.anchors))
+    lines: dict[str, int] | None = None  # each field's line, read when a field holds a relation
     for field, value in fields.items():
+        if value is None or value == []:
+            continue  # most fields hold no relation: supersedes, superseded_by and anchors mostly none
         items = value if isinstance(value, list) else [value]
         texts = [str(item) for item in items if isinstance(item, str)][:MAX_EDGES]
         named = _FRONT_MATTER_TYPES.get(field.lower())
         links = [m.group(1) for text in texts for m in _WIKILINK.finditer(text)]
         if named is None and not links:
             continue  # an ordinary front-matter field, not a relation
+        if lines is None:
+            lines = _front_matter_lines(memory.text, end_line)
         line = lines.get(field, 1)
         edge_type = named or _slug(field).replace("-", "_") or "relates_to"
         targets = links or [text.strip() for text in texts]
@@ -173,6 +188,11 @@ def _front_matter_lines(text: str, end_line: int) -> dict[str, int]:
     return lines
 
 
+def _holds(text: str, needle: str) -> bool:
+    """``needle in text``, faster when ``text`` lacks its first character (found by ``memchr``, unlike a longer needle)."""
+    return needle[0] in text and needle in text
+
+
 def _blank_code(line: str) -> str:
     """``line`` with inline code spans blanked (same length, so offsets hold)."""
     return _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line) if "`" in line else line
@@ -191,6 +211,22 @@ def _mention_edges(text: str, first: int) -> Iterator[RawEdge]:
 
 
 def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
+    """The links on ``line``, line ``number`` of a memory in ``folder``."""
+    for kind, key, label, detail in _links(line, folder):
+        yield RawEdge(kind, key, label, number, detail)
+
+
+def _links(line: str, folder: str) -> Iterable[Link]:
+    return _line_links(line, folder) if len(line) <= _CACHED_LINE else _read_links(line, folder)
+
+
+@lru_cache(maxsize=8192)  # an index memory's lines come back in other index memories
+def _line_links(line: str, folder: str) -> tuple[Link, ...]:
+    return tuple(_read_links(line, folder))
+
+
+def _read_links(line: str, folder: str) -> Iterator[Link]:
+    """(type, key, label, detail) of each link on ``line``, in order."""
     prose = _blank_code(line)
     if "[[" in prose:
         relation = _RELATION_LINE.match(prose)
@@ -198,38 +234,53 @@ def _link_edges(line: str, number: int, folder: str) -> Iterator[RawEdge]:
             target = relation.group(2).split("#", 1)[0].strip()
             if target:
                 kind = relation.group(1).lower().replace("-", "_")
-                yield RawEdge(kind, name_key(target), target, number, (relation.group(3) or "").strip() or None)
+                yield kind, name_key(target), target, (relation.group(3) or "").strip() or None
         else:
             for match in _WIKILINK.finditer(prose):
                 target = match.group(1).split("#", 1)[0].strip()
                 if target and len(target) <= _MAX_TARGET:
-                    yield RawEdge("links_to", name_key(target), target, number)
+                    yield "links_to", name_key(target), target, None
     if "mem:" in line:  # read in inline code too: `mem:name` is how Serena's memories cite each other
         for match in _MEM_REF.finditer(line):
-            yield RawEdge("links_to", name_key(match.group(1)), match.group(1), number)
+            yield "links_to", name_key(match.group(1)), match.group(1), None
     if ".md" in prose and "](" in prose:
         for match in _MD_LINK.finditer(prose):
             target = match.group(1)
             if "://" in target or target.startswith(("/", "mailto:")):
                 continue
-            key = path_key(posixpath.join(folder, target))
+            key = _link_key(folder, target)
             if key is not None:  # a link leaving the root names no memory
-                yield RawEdge("links_to", key, target, number)
+                yield "links_to", key, target, None
     if "] " not in prose:
         return  # no observation line: "- [category] text"
     if (observation := _OBSERVATION.match(prose)) is not None and observation.group(1).strip().lower() != "x":
         category = observation.group(1).strip()
         detail = observation.group(2).strip()[:300]
-        yield RawEdge("observation", "category:" + _slug(category), category, number, detail)
+        yield "observation", "category:" + _slug(category), category, detail
         for tag in _TAG.finditer(observation.group(2)):
-            yield RawEdge("tagged", "tag:" + tag.group(1).lower(), "#" + tag.group(1), number)
+            yield "tagged", "tag:" + tag.group(1).lower(), "#" + tag.group(1), None
 
 
-def _blank_links(text: str) -> str:
-    """``text`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions."""
-    spans = [m.span() for m in _WIKILINK.finditer(text)] if "[[" in text else []
-    if "](" in text:
-        spans.extend(m.span() for m in _MD_LINK.finditer(text))
+@lru_cache(maxsize=16384)  # an index memory links the same files from the same folder
+def _link_key(folder: str, target: str) -> str | None:
+    """The ``path:`` key of markdown link ``target`` written in ``folder`` (``None``: it leaves the root)."""
+    return path_key(posixpath.join(folder, target))
+
+
+def _spaces(match: re.Match[str]) -> str:
+    return " " * (match.end() - match.start())
+
+
+def _blank_links(text: str, wikilinks: bool | None = None) -> str:
+    """``text`` with wikilinks and markdown links to ``.md`` files blanked: those are links, not mentions.
+    ``wikilinks``: whether ``text`` holds a ``[[``, when the caller knows."""
+    if wikilinks is None:
+        wikilinks = _holds(text, "[[")
+    if not wikilinks:  # markdown links only: they never overlap
+        return _MD_LINK.sub(_spaces, text) if _holds(text, "](") else text
+    spans = [m.span() for m in _WIKILINK.finditer(text)]
+    if _holds(text, "]("):
+        spans += [m.span() for m in _MD_LINK.finditer(text)]
     if not spans:
         return text
     spans.sort()
@@ -246,7 +297,7 @@ def _blank_links(text: str) -> str:
 def _fence_lines(text: str) -> Iterator[re.Match[str]]:
     """``_FENCE_LINE`` matches in ``text``, in order: only lines holding three backticks or tildes are tried."""
     starts: set[int] = set()
-    for marker in ("```", "~~~"):
+    for marker in ("```", "~~~") if "~" in text else ("```",):
         at = text.find(marker)
         while at >= 0:
             starts.add(text.rfind("\n", 0, at) + 1)
@@ -267,7 +318,7 @@ def _prose(memory: Memory) -> tuple[int, str]:
     """
     text, body = memory.text, memory.body
     first = text.count("\n", 0, len(text) - len(body)) + 1
-    if "```" not in body and "~~~" not in body:
+    if not _holds(body, "```") and not _holds(body, "~~~"):
         return first, body
     pieces: list[str] = []
     kept = 0  # where the text not yet copied starts
@@ -289,19 +340,18 @@ def _prose(memory: Memory) -> tuple[int, str]:
     return first, "".join(pieces)
 
 
-def _link_lines(text: str) -> list[int]:
-    """The start offsets, in order, of the lines of ``text`` holding ``[`` or ``mem:``."""
-    starts: set[int] = set()
+def _link_lines(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets, in order, of the lines of ``text`` holding ``[`` or ``mem:``."""
+    lines: dict[int, int] = {}
     for trigger in ("[", "mem:"):
         at = text.find(trigger)
         while at >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            starts.add(start)
             end = text.find("\n", at)
+            lines[text.rfind("\n", 0, at) + 1] = len(text) if end < 0 else end
             if end < 0:
                 break
             at = text.find(trigger, end)
-    return sorted(starts)
+    return sorted(lines.items())
 
 
 def extract(memory: Memory) -> Extracted:
@@ -321,39 +371,50 @@ def extract(memory: Memory) -> Extracted:
                     return False
         return True
 
-    if add(_front_matter_edges(memory, _front_matter_lines(memory.text, front_lines))):
+    if add(_front_matter_edges(memory, front_lines)):
         first, prose = _prose(memory)
-        complete = True
+        complete, wikilinks = True, False  # a "[[" stands on a line holding "[": one of the lines read here
         if "[" in prose or "mem:" in prose:
             number, counted = first, 0
-            for start in _link_lines(prose):  # only the lines that may hold a link
+            for start, end in _link_lines(prose):  # only the lines that may hold a link
                 number += prose.count("\n", counted, start)
                 counted = start
-                end = prose.find("\n", start)
-                line = prose[start : len(prose) if end < 0 else end]
-                if not add(_link_edges(line.rstrip("\r"), number, folder)):
-                    complete = False
+                line = prose[start:end]
+                wikilinks = wikilinks or "[[" in line
+                for kind, key, label, detail in _links(line.rstrip("\r"), folder):  # as add() takes them
+                    if key in keys or not key.partition(":")[2] or (kind, key) in edges:
+                        continue
+                    edges[(kind, key)] = RawEdge(kind, key, label, number, detail)
+                    if len(edges) >= MAX_EDGES:
+                        complete = False
+                        break
+                if not complete:
                     break
         if complete:
-            _add_mentions(prose, first, keys, edges)
+            _add_mentions(prose, first, keys, edges, wikilinks)
     return Extracted(keys, tuple(edges.values()))
 
 
-def _add_mentions(prose: str, first: int, keys: Container[str], edges: dict[tuple[str, str], RawEdge]) -> None:
+def _add_mentions(
+    prose: str, first: int, keys: Container[str], edges: dict[tuple[str, str], RawEdge], wikilinks: bool
+) -> None:
     """``_mention_edges`` into ``edges``, as ``extract``'s ``add`` would: a mention already
-    there (most are repeats) is skipped before its line is counted or its edge made."""
-    text = _blank_links(prose)
-    line, counted = first, 0
+    there (most are repeats) is skipped before its line is counted or its edge made.
+    ``wikilinks``: whether ``prose`` holds a ``[[``."""
+    text = _blank_links(prose, wikilinks)
+    new: list[tuple[int, str, str, str]] = []
     for offset, kind, key, label in mentions(text):
         if (kind, key) in edges or key in keys or not key.partition(":")[2]:
             continue
-        if offset < counted:
-            line, counted = first, 0
+        edges[(kind, key)] = _PLACE  # holds its place in the order; its line is counted below
+        new.append((offset, kind, key, label))
+        if len(edges) >= MAX_EDGES:
+            break
+    line, counted = first, 0
+    for offset, kind, key, label in sorted(new):  # by offset: the lines are counted in one pass
         line += text.count("\n", counted, offset)
         counted = offset
         edges[(kind, key)] = RawEdge(kind, key, label, line)
-        if len(edges) >= MAX_EDGES:
-            return
 
 
 def query_keys(query: str, vocabulary: Container[str] | None = None) -> list[str]:

@@ -37,7 +37,26 @@ _EXTENSIONS = (
     "py|pyi|ps1|psm1|psd1|sh|bash|zsh|ts|tsx|js|jsx|mjs|cjs|json|jsonl|yml|yaml|toml|md|go|rs|java|kt|cs|rb|"
     "php|cpp|hpp|sql|ini|cfg|txt|xml|html|css|swift|tf|proto|csv|lock|bicep"
 )
-_PATH_END = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
+
+
+def _prefix_tree(words: list[str]) -> str:
+    """An alternation of ``words`` sharing their prefixes (``py|pyi|ps1`` -> ``p(?:y(?:i)?|s1)``).
+
+    It matches the strings the plain alternation matches; at each spot it tries a
+    branch per first letter instead of one per word."""
+    groups: dict[str, list[str]] = {}
+    for word in words:
+        groups.setdefault(word[0], []).append(word[1:])
+    branches = []
+    for first, rests in groups.items():
+        longer = [rest for rest in rests if rest]
+        tail = f"(?:{_prefix_tree(longer)})" + ("?" if "" in rests else "") if longer else ""
+        branches.append(re.escape(first) + tail)
+    return "|".join(branches)
+
+
+# A path is found from its extension (followed by no word character): the text around it is read in Python.
+_PATH_END = re.compile(r"\.(?:" + _prefix_tree(_EXTENSIONS.split("|")) + r")(?![\w/-])")
 _PATH = re.compile(
     r"(?<![\w./:~$@%\\-])((?:\.{1,2}/)?(?:\.?[\w*@-][\w.*@-]*/){0,20}\.?[\w*@-][\w.*@-]*\.(?:"
     + _EXTENSIONS
@@ -70,12 +89,13 @@ def key_label(key: str) -> str:
 
 def mentions(text: str) -> Iterator[Mention]:
     """Every mention in ``text``: ADR ids, then issues, then commits, then paths."""
-    lower = text.lower()
-    if "adr" in lower:
-        yield from _adrs(text, lower)
+    raw = text.encode("utf-8", "surrogatepass")
+    # Bytes lower faster than text; no character but A, D and R lowers to a, d or r, so both hold "adr" alike.
+    if b"adr" in raw.lower():
+        yield from _adrs(text, text.lower())
     if "#" in text:
         yield from _issues(text)
-    for match in hex_runs(text):
+    for match in hex_runs(text, raw):
         digest = match.group(0)
         if not (digest.isdigit() or digest.isalpha()) and is_commit(text, match.start(), match.end()):
             yield match.start(), "mentions", "commit:" + digest[:7], digest[:7]
@@ -128,15 +148,25 @@ def _paths(text: str) -> Iterator[Mention]:
     for hit in _PATH_END.finditer(text):
         low = max(0, hit.start() - 400)
         begin = low + len(text[low : hit.start()].rstrip(_PATH_CHARS))
-        found = _PATH.fullmatch(text, begin, hit.end()) if begin == 0 or text[begin - 1] not in ":~$%\\" else None
-        if found is None:
-            continue
-        path = found.group(1)
-        if path.startswith("**") and path[2:3] != "/":
-            path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
-        stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        if "/" not in path and _TITLE_WORD.fullmatch(stem):
-            continue  # "Node.js", "Vue.js": a product name, not a file
-        key = path_key(path)
-        if key is not None:
-            yield begin, "about_code", key, path
+        # The candidate with the character before it (a space at the text's start): all a path's reading depends on.
+        found = _path_mention(text[begin - 1 : hit.end()] if begin else " " + text[: hit.end()])
+        if found is not None:
+            yield begin, "about_code", found[0], found[1]
+
+
+@lru_cache(maxsize=16384)  # the same paths come back across a build
+def _path_mention(spot: str) -> tuple[str, str] | None:
+    """(key, path) of the path that fills ``spot`` after its first character (the one before it), or ``None``."""
+    if spot[0] in ":~$%\\":
+        return None
+    found = _PATH.fullmatch(spot, 1)
+    if found is None:
+        return None
+    path = found.group(1)
+    if path.startswith("**") and path[2:3] != "/":
+        path = path.lstrip("*")  # "**name.ps1**": bold, not a glob
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if "/" not in path and _TITLE_WORD.fullmatch(stem):
+        return None  # "Node.js", "Vue.js": a product name, not a file
+    key = path_key(path)
+    return None if key is None else (key, path)
