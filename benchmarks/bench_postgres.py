@@ -50,9 +50,10 @@ def main() -> None:
             print(f"PostgreSQL 18 + pgvector at {server.url} (pid {server.pid}); embedder {args.embed}")
             for label, (golden, root) in GOLDEN.items():
                 corpus = root or args.corpus
-                local = dataclasses.replace(Config.load(root=corpus, index_dir=work / label), embedder=args.embed)
-                shared = dataclasses.replace(local, index=dataclasses.replace(local.index, url=server.url,
-                                                                              project=label))  # fmt: skip
+                loaded = Config.load(root=corpus, index_dir=work / label)
+                keyed = dataclasses.replace(loaded.index, project=label)  # the corpora have no git remote to name them
+                local = dataclasses.replace(loaded, embedder=args.embed, index=keyed)
+                shared = dataclasses.replace(local, index=dataclasses.replace(keyed, url=server.url))
                 with Router(local, watch=False) as sqlite_router:
                     started = time.perf_counter()
                     sqlite_router.refresh(embed=True)

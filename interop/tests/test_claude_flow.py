@@ -283,3 +283,19 @@ def test_two_bridges_on_one_index_create_each_task_once(world: Any, tmp_path: Pa
             second.close()
     names = sorted(t["description"] for t in tools("task_list")["tasks"])
     assert names == [f"Parallel {n}" for n in range(5)]
+
+
+def test_a_completed_workflow_s_values_leave_claude_flow(world: Any) -> None:
+    team, bridge, tools, workflow = world
+    namespace = f"memrouter.{workflow}"
+    team.team_set("scratch", {"step": 1}, workflow=workflow)
+    team.team_set("kept", "yes", workflow=workflow)
+    bridge.sync()
+    assert tools("memory_retrieve", key="scratch", namespace=namespace)["found"]
+    tools("memory_store", key="kept", value="changed by c1", namespace=namespace)
+    team.workflow_complete(workflow)
+    report = bridge.sync()
+    assert not tools("memory_retrieve", key="scratch", namespace=namespace)["found"]
+    assert tools("memory_retrieve", key="kept", namespace=namespace)["value"] == "changed by c1"
+    assert any("kept" in text and "left there" in text for text in report.conflicts), report
+    assert bridge.sync().writes == 0 and not bridge.sync().conflicts

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memrouter.errors import MemoryRouterError
 from memrouter.teambridge.client import Claim, ClaudeFlowClient, RemoteTask, claimant
 from memrouter.teambridge.ledger import Ledger
 
@@ -62,11 +63,23 @@ class Pass:
 
     @classmethod
     def read(cls, team: Team, client: ClaudeFlowClient, ledger: Ledger, workflow: str | None) -> Pass:
+        """Both sides now. A configured workflow that is no longer active is left out (its records are gone)."""
+        report = SyncReport()
+        if workflow is not None:
+            try:
+                active = team.workflow(workflow).state == "active"
+            except MemoryRouterError as exc:
+                active, reason = False, str(exc)
+            else:
+                reason = f"workflow {workflow} is not active"
+            if not active:
+                report.errors.append(f"{reason}: claude-flow's tasks and agents join no workflow ([team.claude_flow])")
+                workflow = None
         state = team.get_team_state()
         tasks = {task.id: task for task in team.task_list(["queued", "claimed", "done"], workflow=workflow)}
         remote = {task.id: task for task in client.tasks()}
         claims = {claim.issue: claim for claim in client.claims()}
-        return cls(team, client, ledger, workflow, SyncReport(), state, tasks, remote, claims)
+        return cls(team, client, ledger, workflow, report, state, tasks, remote, claims)
 
     def claimant_of(self, agent_id: str) -> str:
         """claude-flow's name for a memrouter agent (a proxy stands for its claude-flow claimant)."""

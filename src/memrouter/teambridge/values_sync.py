@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memrouter.errors import MemoryRouterError
 from memrouter.teambridge.sync_pass import PROXY_PREFIX, Pass, digest
 
 if TYPE_CHECKING:
@@ -39,6 +40,18 @@ def sync_variables(p: Pass) -> None:
         keys = remote_keys | {k for n, k in live if n == ns} | {k for n, k in base if n == ns}
         for key in sorted(keys):
             _one(p, ns, workflow, key, live.get((ns, key)), base.get((ns, key)), key in remote_keys, now)
+    # Namespaces of workflows that ended: memrouter cleared their values, so their mirrored copies go too
+    # (a value claude-flow changed since is left there, and reported).
+    for ns in sorted({n for n, _ in base} - set(workflows)):
+        remote_keys = set(p.client.keys(ns))
+        for key in sorted(k for n, k in base if n == ns):
+            theirs = digest(p.client.retrieve(ns, key)) if key in remote_keys else None
+            if theirs is not None and theirs == base[(ns, key)]:
+                p.client.delete(ns, key)
+                p.report.writes += 1
+            elif theirs is not None:
+                p.conflict(f"variable {key} ({ns}) was changed in claude-flow after its workflow ended; left there")
+            p.ledger.drop("var", ns + _SEP + key)
 
 
 def _one(
@@ -67,7 +80,11 @@ def _one(
     elif mine == base:
         # Only claude-flow changed: memrouter takes its value (compare-and-set at the version read).
         version = local.version if local is not None else 0
-        p.team.team_set(key, theirs_value, expected_version=version, workflow=workflow)
+        try:
+            p.team.team_set(key, theirs_value, expected_version=version, workflow=workflow)
+        except MemoryRouterError as exc:  # changed meanwhile, or its workflow ended: the next pass looks again
+            p.report.errors.append(f"variable {key} ({ns}) from claude-flow: {exc}")
+            return
         p.ledger.put("var", row, None, theirs)
         p.report.imported.append(f"variable {key} set from claude-flow")
     else:

@@ -81,7 +81,7 @@ def _act(ui: UiContext, request: Request, form: dict[str, str], *, approving: bo
             ui.router.approve(name, actor=actor, reason=reason, expected_hash=expected)
         else:
             ui.router.reject(name, actor=actor, reason=reason or "", expected_hash=expected)
-    return RedirectResponse("/review", status_code=303)
+    return RedirectResponse(ui.base + "/review", status_code=303)
 
 
 def _named(ui: UiContext, form: dict[str, str]) -> tuple[str, str]:
@@ -117,7 +117,7 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
             name, reason=form.get("reason") or f"promoted by {actor} in the web UI",
             expected_hash=form.get("expected_hash") or None,
         )  # fmt: skip
-    return RedirectResponse("/timeline", status_code=303)
+    return RedirectResponse(ui.base + "/timeline", status_code=303)
 
 
 def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
@@ -129,7 +129,7 @@ def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     name, actor = _named(ui, form)
     with acting_as(actor):
         ui.router.archive(name, expected_hash=form.get("expected_hash") or None)
-    return RedirectResponse("/timeline", status_code=303)
+    return RedirectResponse(ui.base + "/timeline", status_code=303)
 
 
 def edit_form(ui: UiContext, request: Request) -> Response:
@@ -153,4 +153,4 @@ def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     content = form.get("content", "").replace("\r\n", "\n")  # browsers send CRLF line ends from a textarea
     with acting_as(actor):
         saved = ui.router.save(content, name, expected_hash=expected, actor=actor)
-    return RedirectResponse(f"/memory/{quote(saved.name, safe='/')}", status_code=303)
+    return RedirectResponse(f"{ui.base}/memory/{quote(saved.name, safe='/')}", status_code=303)

@@ -55,12 +55,16 @@ class UiContext:
     csrf: str = field(default_factory=new_secret)
     poll_ms: int = 2000
     streams: int = 0  # server-sent event streams open now (``events``)
+    base: str = ""  # the path the pages live under: "" alone, "/p/<key>" among several projects (``multi``)
+    project: str | None = None  # the project's key among several
 
     def render(self, template: str, here: str = "", **values: Any) -> str:
         """``template`` rendered to text with the shared values."""
+        nav = [(self.base + href, label) for href, label in NAV]
         return self.env.get_template(template).render(
-            nav=NAV, here=here, csrf=self.csrf, reviewer=self.reviewer, poll_ms=self.poll_ms, **values
-        )
+            nav=nav, here=here, csrf=self.csrf, reviewer=self.reviewer, poll_ms=self.poll_ms, base=self.base,
+            project=self.project, **values,
+        )  # fmt: skip
 
     def page(self, request: Request, template: str, http_status: int = 200, **values: Any) -> Response:
         """``template`` rendered as a full page (or a fragment: templates decide)."""
@@ -104,11 +108,20 @@ def _long_cached(app: Any) -> Any:
     return cached
 
 
-def create_app(router: Router, *, token: str | None = None, reviewer: str | None = None) -> Any:
+def create_app(
+    router: Router,
+    *,
+    token: str | None = None,
+    reviewer: str | None = None,
+    project: str | None = None,
+    guarded: bool = True,
+) -> Any:
     """The ASGI app over ``router``: the pages, behind the token rule and security headers (``UiGuard``).
 
     ``reviewer`` is who approves and rejects (``user:<name>``); None: those
-    writes answer 400 saying how to set it.
+    writes answer 400 saying how to set it. ``project``: the app is one of
+    several, its pages under ``/p/<project>``, and ``guarded`` False leaves
+    the guard to the app that holds them all (``multi``).
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -119,7 +132,9 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
     from memrouter.ui.gitview import GitView
     from memrouter.ui.render import environment
 
-    ui = UiContext(router, environment(), reviewer, GitView(router.config.root))
+    ui = UiContext(router, environment(), reviewer, GitView(router.config.root), project=project)
+    if project is not None:
+        ui.base = f"/p/{project}"
     ui.env.globals["asset_version"] = asset_version()
 
     def bound(handler: Callable[[UiContext, Request], Response]) -> Callable[[Request], Response]:
@@ -170,4 +185,4 @@ def create_app(router: Router, *, token: str | None = None, reviewer: str | None
         return ui.page(request, "error.html", exc.status_code, title=f"Error {exc.status_code}", message=exc.detail)
 
     app = Starlette(routes=routes, exception_handlers={MemoryRouterError: library_error, HTTPException: http_error})
-    return UiGuard(app, token)
+    return UiGuard(app, token) if guarded else app

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hmac
 import secrets
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from memrouter.serving import is_loopback
 
-__all__ = ["COOKIE", "CSP", "UiGuard", "new_secret", "same_secret"]
+__all__ = ["COOKIE", "CSP", "UiGuard", "cookie_value", "new_secret", "same_secret"]
 
 COOKIE = "memrouter_ui"
 CSP = (
@@ -56,7 +57,7 @@ def _host_name(host_header: str) -> str:
     return host_header.rpartition(":")[0] if host_header.count(":") == 1 else host_header
 
 
-def _cookie(headers: dict[bytes, bytes], name: str) -> str | None:
+def cookie_value(headers: dict[bytes, bytes], name: str) -> str | None:
     """The value of cookie ``name``, percent-decoded (``_redirect_without_token`` encodes it)."""
     for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
         key, _, value = part.strip().partition("=")
@@ -68,11 +69,18 @@ def _cookie(headers: dict[bytes, bytes], name: str) -> str | None:
 class UiGuard:
     """ASGI middleware: the token rule and the security headers (see the module docstring)."""
 
-    def __init__(self, app: Any, token: str | None) -> None:
+    def __init__(self, app: Any, token: str | None, *, verify: Callable[[str], bool] | None = None) -> None:
+        """``token``: the one token; or ``verify``, which says whether a token is one of several (both None:
+        loopback only, no token)."""
         if token is not None and not token.strip():
             raise ValueError("the token must not be empty")
         self.app = app
         self.token = token
+        self._verify = verify if verify is not None else (None if token is None else self._is_token)
+
+    def _is_token(self, given: str) -> bool:
+        assert self.token is not None
+        return same_secret(given, self.token)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -83,10 +91,11 @@ class UiGuard:
         if refusal is not None:
             await _plain(send, *refusal)
             return
-        if self.token is not None and scope["method"] == "GET":
+        if self._verify is not None and scope["method"] == "GET":
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-            if any(key == "token" for key, _ in query):
-                await self._redirect_without_token(scope, query, send)
+            given = next((value for key, value in query if key == "token"), None)
+            if given is not None and self._verify(given):
+                await self._redirect_without_token(scope, query, given, send)
                 return
 
         async def secured(message: dict[str, Any]) -> None:
@@ -98,27 +107,30 @@ class UiGuard:
 
     def _refusal(self, scope: dict[str, Any], headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         """Why this request is refused (status, message), or None."""
-        if self.token is None:
+        verify = self._verify
+        if verify is None:
             host = headers.get(b"host", b"").decode("latin-1")
             if not is_loopback(_host_name(host)):
                 return 400, "this UI answers requests for a loopback host only (open it at http://127.0.0.1:<port>/)"
             return None
-        if same_secret(_cookie(headers, COOKIE), self.token):
-            return None
         bearer = headers.get(b"authorization", b"").decode("latin-1")
-        if bearer.startswith("Bearer ") and same_secret(bearer[7:], self.token):
+        if bearer.startswith("Bearer "):  # a header is what the caller means: a wrong one is not saved by a cookie
+            return None if verify(bearer[7:]) else (401, "this token is not accepted")
+        cookie = cookie_value(headers, COOKIE)
+        if cookie is not None and verify(cookie):
             return None
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if scope["method"] == "GET" and same_secret(query.get("token"), self.token):
+        if scope["method"] == "GET" and query.get("token") is not None and verify(query["token"]):
             return None
         return 401, "this UI needs its token: open it once with ?token=<token>, or send Authorization: Bearer <token>"
 
-    async def _redirect_without_token(self, scope: dict[str, Any], query: list[tuple[str, str]], send: Any) -> None:
-        assert self.token is not None
+    async def _redirect_without_token(
+        self, scope: dict[str, Any], query: list[tuple[str, str]], token: str, send: Any
+    ) -> None:
         rest = urlencode([(k, v) for k, v in query if k != "token"])
         location = scope.get("path", "/") + (f"?{rest}" if rest else "")
         # Percent-encoded: a token may hold ``;``, ``,``, spaces or quotes, which would end or split the cookie.
-        cookie = f"{COOKIE}={quote(self.token, safe='')}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = f"{COOKIE}={quote(token, safe='')}; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from memrouter.router import Router
 
-__all__ = ["DEFAULT_PORT", "serve_ui"]
+__all__ = ["DEFAULT_PORT", "serve_ui", "serve_ui_projects"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,56 @@ def serve_ui(
         HttpServer(app, listeners, on_ready=ready, shutdown_grace=SHUTDOWN_GRACE).run()
     finally:
         router.close()
+
+
+def serve_ui_projects(
+    projects_file: str | Path,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the UI over every repository of a ``serve --projects`` file (``ui.multi``) until stopped.
+
+    The file is read and checked, and every project's configuration loaded,
+    before the address is bound; a token of the file is needed at any address.
+    """
+    from memrouter.audit import git_user
+    from memrouter.mcp.projects import load_projects
+    from memrouter.pgindex.shared import SharedDatabases
+    from memrouter.router import Router
+    from memrouter.serving import HttpServer, bind_listeners
+    from memrouter.ui.app import create_app
+    from memrouter.ui.multi import ProjectPages, create_multi_app
+
+    served = load_projects(projects_file)
+    for key in served.projects:  # a repository's bad memrouter.toml stops the UI before it listens
+        served.config(key)
+    listeners = bind_listeners(host, port)
+    databases = SharedDatabases()  # one pool per database URL, however many projects open
+
+    def open_pages(key: str) -> ProjectPages:
+        router = Router(served.config(key), watch=True, databases=databases)
+        try:
+            threading.Thread(target=_warm, args=(router,), name=f"memrouter-ui-warm-{key}", daemon=True).start()
+            reviewer = git_user(router.config.project_dir or router.config.root)
+            return ProjectPages(router, create_app(router, reviewer=reviewer, project=key, guarded=False))
+        except BaseException:
+            router.close()
+            raise
+
+    app, close = create_multi_app(frozenset(served.projects), served.grant_for, open_pages)
+    try:
+        bound = listeners[0].getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        address = f"http://{shown}:{bound}/"
+        ready = (lambda: on_ready(address)) if on_ready else None
+        HttpServer(app, listeners, on_ready=ready, shutdown_grace=SHUTDOWN_GRACE).run()
+    finally:
+        close()
+        for listener in listeners:
+            listener.close()
+        databases.close()
 
 
 def _warm(router: Router) -> None:
