@@ -115,6 +115,36 @@ def test_many_processes_append_whole_lines_through_rotations(tmp_path: Path) -> 
     assert all(name.endswith("-299") for name in last.values())  # each worker's last line is in the live file
 
 
+def test_many_threads_share_one_log_without_losing_or_blocking(tmp_path: Path) -> None:
+    """The threads of one server append through one ``AuditLog`` from its very first line (opened lazily)."""
+    import threading
+    import time
+
+    from memrouter.team.audit import AuditLog
+
+    for attempt in range(5):  # the first append races to open the file: try it a few times
+        path = tmp_path / f"audit-{attempt}.jsonl"
+        log = AuditLog(path, max_bytes=4_000)
+        start = threading.Barrier(16)
+
+        def work(worker: int, log: AuditLog = log, start: threading.Barrier = start) -> None:
+            start.wait()
+            for number in range(50):
+                log.append(float(number), f"agent:t{worker}", "save", name=f"t{worker}-{number}")
+
+        threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(16)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert not any(thread.is_alive() for thread in threads), "an append never returned"
+        lines = [line for part in (path.with_name(path.name + ".1"), path) if part.exists()
+                 for line in part.read_text().splitlines()]  # fmt: skip
+        assert all(json.loads(line)["op"] == "save" for line in lines) and log.failures == 0
+        log.close()
+
+
 def test_cli_save_stamps_the_author_and_keeps_one_already_there(project: Path) -> None:
     runner = CliRunner()
     base = ["--root", str(project / ".serena" / "memories")]

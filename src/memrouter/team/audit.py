@@ -6,6 +6,8 @@ processes never interleave. The team channel and the memory files
 (``memrouter.audit``) share the file. Past ``max_bytes`` it is renamed to
 ``audit.jsonl.1`` (replacing the previous one) under that lock; a process
 still holding the old file notices, under the lock, and reopens the new one.
+Within a process a thread lock comes first: ``flock`` belongs to the open
+file, which the process's threads share.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +40,21 @@ class AuditLog:
         self.max_bytes = max_bytes
         self.failures = 0
         self._fd: int | None = None  # opened on the first append, kept open (O_APPEND) after
+        self._lock = threading.Lock()
 
     def append(self, at: float, who: str | None, op: str, **ids: Any) -> None:
         record = {"at": round(at, 6), "who": who, "op": op, **{k: v for k, v in ids.items() if v is not None}}
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
-            fd = self._locked()
-            try:
-                if os.fstat(fd).st_size + len(line) > self.max_bytes > 0 and os.fstat(fd).st_size > 0:
-                    os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-                    fd = self._locked()
-                os.write(fd, line)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            with self._lock:
+                fd = self._locked()
+                try:
+                    if os.fstat(fd).st_size + len(line) > self.max_bytes > 0 and os.fstat(fd).st_size > 0:
+                        os.replace(self.path, self.path.with_name(self.path.name + ".1"))
+                        fd = self._locked()
+                    os.write(fd, line)
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
         except OSError as exc:
             self.failures += 1
             log.warning("cannot append to the audit log %s: %s", self.path, exc)
@@ -69,6 +74,6 @@ class AuditLog:
             self.close()
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
