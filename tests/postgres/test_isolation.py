@@ -25,6 +25,12 @@ from memrouter.team import Team
 PROJECTS = 10
 WORDS = ("deploy", "database", "flaky", "cache", "review", "incident", "common", "rollback")
 
+# psycopg_pool's worker threads draw jitter from the global ``random`` while hypothesis draws an example,
+# which hypothesis takes for a strategy using ``random``: not this test's strategies.
+POOL_THREADS_USE_RANDOM = pytest.mark.filterwarnings(
+    "ignore:Do not use the `random` module inside strategies:hypothesis.errors.HypothesisDeprecationWarning"
+)
+
 
 def project_files(number: int) -> dict[str, str]:
     """Distinct content per project, with names every project shares (``notes/common``)."""
@@ -71,6 +77,7 @@ operation = st.one_of(
 )
 
 
+@POOL_THREADS_USE_RANDOM
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.tuples(st.integers(0, PROJECTS - 1), operation), min_size=1, max_size=6))
 def test_random_operations_never_cross_projects(projects: list[Router], steps: list[tuple[int, tuple]]) -> None:  # type: ignore[type-arg]
@@ -208,6 +215,7 @@ def teams(projects: list[Router], database_url: str, tmp_path: Path) -> Iterator
     yield opened
 
 
+@POOL_THREADS_USE_RANDOM
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.tuples(st.integers(0, PROJECTS - 1), team_operation), min_size=1, max_size=12))
 def test_random_team_and_graph_operations_never_cross_projects(
