@@ -113,3 +113,50 @@ def test_a_token_in_the_address_becomes_a_cookie_for_every_project(
     assert client.get("/p/beta/health").status_code == 200  # the cookie now
     assert client.get("/p/alpha/timeline").status_code == 200
     assert client.get("/p/beta/", params={"token": "nope"}, follow_redirects=False).status_code != 303
+
+
+def test_the_command_serves_a_projects_file(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    for key in ("alpha", "beta"):
+        ui_project(tmp_path / key)
+    projects = tmp_path / "projects.toml"
+    projects.write_text(
+        '[projects.alpha]\npath = "alpha/project"\n[projects.beta]\npath = "beta/project"\n'
+        '[tokens.one]\ntoken = "only-alpha"\nprojects = ["alpha"]\n',
+        encoding="utf-8",
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "memrouter", "ui", "--projects", str(projects), "--port", "0"],
+        stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        assert line.startswith("memrouter: UI at "), line + server.stderr.read()
+        address = line.split(" at ", 1)[1].strip()
+
+        def get(path: str, token: str | None) -> tuple[int, str]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            try:
+                with urllib.request.urlopen(urllib.request.Request(address + path, headers=headers), timeout=60) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as error:
+                return error.code, error.read().decode()
+
+        assert get("", None)[0] == 401
+        status, start = get("", "only-alpha")
+        assert status == 200 and 'href="/p/alpha/"' in start and "/p/beta/" not in start
+        status, page = get("p/alpha/?q=PostgreSQL&mode=lexical", "only-alpha")
+        assert status == 200 and 'href="/p/alpha/memory/decisions/database"' in page
+        assert get("p/beta/", "only-alpha")[0] == 403
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()
