@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -70,14 +70,15 @@ def _secret(scope: Mapping[str, Any]) -> str | None:
     """The token a request carries (the guard has checked it is one of the file's)."""
     from urllib.parse import parse_qsl
 
-    headers = dict(scope.get("headers", []))
+    headers: dict[bytes, bytes] = dict(scope.get("headers", []))
     bearer = headers.get(b"authorization", b"").decode("latin-1")
     if bearer.startswith("Bearer "):
         return bearer[7:]
     found = cookie_value(headers, COOKIE)
     if found is not None:
         return found
-    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"))).get("token")
+    query: bytes = scope.get("query_string", b"")
+    return dict(parse_qsl(query.decode("latin-1"))).get("token")
 
 
 def create_multi_app(
@@ -116,7 +117,7 @@ def create_multi_app(
         )
         return HTMLResponse(body, headers={"cache-control": "no-store"})
 
-    async def project(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def project(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         from starlette.concurrency import run_in_threadpool
 
         key = str(scope.get("path_params", {}).get("key", ""))
