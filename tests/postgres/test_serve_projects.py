@@ -53,6 +53,8 @@ async def test_the_readme_teams_walkthrough(tmp_path: Path, database_url: str) -
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     for name in ("payments-service", "checkout-web"):
         folder = make_repository(tmp_path, name, name.replace("-", ""))
+        # the README's memrouter.toml: the repository's key, the one the projects file serves it under
+        (folder / "memrouter.toml").write_text(f'[index]\nproject = "{name}"\n', encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "memrouter", "index", "--database", database_url], cwd=folder,
                               env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
