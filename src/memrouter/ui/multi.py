@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from memrouter.errors import MemoryRouterError
-from memrouter.ui.security import COOKIE, UiGuard, cookie_value
+from memrouter.ui.security import TOKEN_SCOPE_KEY, UiGuard
 
 __all__ = ["Access", "ProjectPages", "create_multi_app"]
 
@@ -66,21 +66,6 @@ class _Projects:
             pages.router.close()
 
 
-def _secret(scope: Mapping[str, Any]) -> str | None:
-    """The token a request carries (the guard has checked it is one of the file's)."""
-    from urllib.parse import parse_qsl
-
-    headers: dict[bytes, bytes] = dict(scope.get("headers", []))
-    bearer = headers.get(b"authorization", b"").decode("latin-1")
-    if bearer.startswith("Bearer "):
-        return bearer[7:]
-    found = cookie_value(headers, COOKIE)
-    if found is not None:
-        return found
-    query: bytes = scope.get("query_string", b"")
-    return dict(parse_qsl(query.decode("latin-1"))).get("token")
-
-
 def create_multi_app(
     keys: frozenset[str],
     grant_for: Callable[[bytes], Access | None],
@@ -98,8 +83,8 @@ def create_multi_app(
     projects = _Projects(keys, open_pages)
 
     def access(scope: Mapping[str, Any]) -> Access | None:
-        secret = _secret(scope)
-        return None if secret is None else grant_for(secret.encode("utf-8"))
+        secret = scope.get(TOKEN_SCOPE_KEY)  # the guard in front checked it
+        return grant_for(secret.encode("utf-8")) if isinstance(secret, str) else None
 
     def start(request: Request) -> Response:
         granted = access(request.scope)

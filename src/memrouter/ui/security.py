@@ -25,9 +25,11 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from memrouter.serving import is_loopback
 
-__all__ = ["COOKIE", "CSP", "UiGuard", "cookie_value", "new_secret", "same_secret"]
+__all__ = ["COOKIE", "CSP", "TOKEN_SCOPE_KEY", "UiGuard", "cookie_value", "new_secret", "same_secret"]
 
 COOKIE = "memrouter_ui"
+# Where the guard leaves the token it accepted, for the app behind it (``multi``: which projects it grants).
+TOKEN_SCOPE_KEY = "memrouter.ui.token"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -91,6 +93,8 @@ class UiGuard:
         if refusal is not None:
             await _plain(send, *refusal)
             return
+        if self._verify is not None:
+            scope[TOKEN_SCOPE_KEY] = self._accepted(scope, headers)
         if self._verify is not None and scope["method"] == "GET":
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             given = next((value for key, value in query if key == "token"), None)
@@ -113,16 +117,25 @@ class UiGuard:
             if not is_loopback(_host_name(host)):
                 return 400, "this UI answers requests for a loopback host only (open it at http://127.0.0.1:<port>/)"
             return None
+        if self._accepted(scope, headers) is not None:
+            return None
+        if headers.get(b"authorization", b"").startswith(b"Bearer "):
+            return 401, "this token is not accepted"
+        return 401, "this UI needs its token: open it once with ?token=<token>, or send Authorization: Bearer <token>"
+
+    def _accepted(self, scope: dict[str, Any], headers: dict[bytes, bytes]) -> str | None:
+        """The token the request carries, if accepted: a Bearer header (a wrong one is not saved by a cookie),
+        else the cookie, else ``?token=`` on a GET."""
+        verify = self._verify
+        assert verify is not None
         bearer = headers.get(b"authorization", b"").decode("latin-1")
-        if bearer.startswith("Bearer "):  # a header is what the caller means: a wrong one is not saved by a cookie
-            return None if verify(bearer[7:]) else (401, "this token is not accepted")
+        if bearer.startswith("Bearer "):
+            return bearer[7:] if verify(bearer[7:]) else None
         cookie = cookie_value(headers, COOKIE)
         if cookie is not None and verify(cookie):
-            return None
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if scope["method"] == "GET" and query.get("token") is not None and verify(query["token"]):
-            return None
-        return 401, "this UI needs its token: open it once with ?token=<token>, or send Authorization: Bearer <token>"
+            return cookie
+        given = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"))).get("token")
+        return given if scope["method"] == "GET" and given is not None and verify(given) else None
 
     async def _redirect_without_token(
         self, scope: dict[str, Any], query: list[tuple[str, str]], token: str, send: Any
