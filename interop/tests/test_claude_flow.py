@@ -262,27 +262,36 @@ def test_the_serve_runner_mirrors_without_being_asked(world: Any) -> None:
         runner.stop(close=False)  # the fixture closes the bridge
 
 
-def test_two_bridges_on_one_index_create_each_task_once(world: Any, tmp_path: Path) -> None:
-    import threading
-
-    team, bridge, tools, workflow = world
-    for n in range(5):
+def test_processes_passing_at_once_create_each_task_once(world: Any, tmp_path: Path) -> None:
+    """Three ``memrouter team sync`` processes on one index at once: their passes take turns."""
+    team, _, tools, workflow = world
+    TASKS = 60  # a pass long enough (one call per task) that the processes' passes overlap
+    for n in range(TASKS):
         team.task_add(f"Parallel {n}", agent_id="m1")
-    with Team.open(tmp_path / "idx") as second_team:
-        config = ClaudeFlowConfig(
-            ("node", str(CLI), "mcp", "start"), tmp_path / "cf", workflow, timeout=30, health_ttl=0
-        )
-        second = ClaudeFlowBridge.open(second_team, config, tmp_path / "idx")
-        try:
-            threads = [threading.Thread(target=b.sync) for b in (bridge, second)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=120)
-        finally:
-            second.close()
-    names = sorted(t["description"] for t in tools("task_list")["tasks"])
-    assert names == [f"Parallel {n}" for n in range(5)]
+    (tmp_path / "memrouter.toml").write_text(
+        f'[team.claude_flow]\ncommand = ["node", "{CLI}", "mcp", "start"]\ncwd = "cf"\nworkflow = "{workflow}"\n'
+        "timeout = 30\n",
+        encoding="utf-8",
+    )
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "memrouter",
+        "--index-dir",
+        str(tmp_path / "idx"),
+        "team",
+        "sync",
+        "--format",
+        "json",
+    ]
+    runs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(3)]  # fmt: skip
+    reports = [json.loads(run.communicate(timeout=180)[0]) for run in runs]
+    assert all(report["up"] and not report["conflicts"] for report in reports), reports
+    assert sum(report["writes"] for report in reports) >= TASKS
+    names = sorted(t["description"] for t in tools("task_list", limit=1000)["tasks"])
+    assert names == sorted(f"Parallel {n}" for n in range(TASKS))
 
 
 def test_a_completed_workflow_s_values_leave_claude_flow(world: Any) -> None:

@@ -154,3 +154,20 @@ def test_the_runner_keeps_passing_while_claude_flow_is_down_and_stops_cleanly(tm
         assert runner.passes >= 2 and closed == [True]
         assert runner.bridge.last is not None and runner.bridge.last.up is False
         assert team.task_add("still fine").state == "queued"
+
+
+def test_every_key_of_the_section_reaches_the_bridge(tmp_path: Path) -> None:
+    root = project(
+        tmp_path,
+        f'[team.claude_flow]\ncommand = {json.dumps(MISSING)}\ncwd = "state"\nworkflow = "w1"\n'
+        "timeout = 7\ninterval = 2.5\nhealth_ttl = 11\n",
+    )
+    config = Config.load(cwd=root, env={})
+    with Team.open(config.index_dir) as team:
+        bridge = open_bridge(config, team)
+        assert bridge is not None
+        try:
+            assert bridge.client.session.timeout == 7.0 and bridge.interval == 2.5 and bridge.health.ttl == 11.0
+            assert bridge.workflow == "w1" and (root / "state").is_dir()
+        finally:
+            bridge.close()
