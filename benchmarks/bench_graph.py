@@ -67,7 +67,7 @@ def build_seconds(corpus: Path, work: Path, rounds: int) -> dict[bool, tuple[flo
             for with_graph in (False, True):
                 graph_store.write_graph = original
                 if not with_graph:
-                    graph_store.write_graph = lambda *args, **kwargs: 0  # type: ignore[assignment]  # any version's signature
+                    graph_store.write_graph = lambda *args, **kwargs: None  # type: ignore[assignment]  # any version's signature
                 index = work / f"build-{with_graph}-{n}"
                 with Router.open(root=corpus, index_dir=index, watch=False) as router:
                     started, cpu = time.perf_counter(), time.process_time()
