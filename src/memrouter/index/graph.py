@@ -103,15 +103,25 @@ class GraphView:
         self._adjacent: dict[Node, tuple[Step, ...]] = {}
         self._factors: dict[tuple[str, str], float] = {}
         self._vocabulary: set[str] | None = None
+        # Filled on first use too: each node's label, and each hop's relation (by the identity of the hop,
+        # one of _adjacent's, kept beside it).
+        self._labels: dict[Node, str] = {}
+        self._relations: dict[int, tuple[Step, Relation]] = {}
 
     # -- nodes -------------------------------------------------------------
     def knows(self, key: str) -> bool:
         return key in self.key_memories or key in self.into
 
     def label(self, node: Node) -> str:
-        if isinstance(node, int):
-            return self.names.get(node, str(node))
-        return self.key_labels.get(node) or next((e.label for e in self.into.get(node, ())), None) or key_label(node)
+        found = self._labels.get(node)
+        if found is None:
+            if isinstance(node, int):
+                found = self.names.get(node, str(node))
+            else:
+                found = self.key_labels.get(node) or next((e.label for e in self.into.get(node, ())), None)
+                found = found or key_label(node)
+            self._labels[node] = found
+        return found
 
     def kind(self, node: Node) -> str:
         return "memory" if isinstance(node, int) else node.partition(":")[0]
@@ -136,17 +146,19 @@ class GraphView:
 
     # -- edges ---------------------------------------------------------------
     def steps(self, node: Node, types: Iterable[str] | None = None, as_of: str | None = None) -> Iterator[Step]:
-        """The hops out of ``node``, both directions, ``types`` only when given."""
+        """The hops out of ``node``, both directions, ``types`` only when given.
+
+        Filtered from ``adjacent``: a type or date keeps or drops every hop a deduplicated one stands for alike
+        (they share their type and their edge's memory), so the same hops come out as if filtered first."""
         wanted = set(types) if types is not None else None
+        for step in self.adjacent(node):
+            if (wanted is None or step.type in wanted) and (step.edge is None or self._valid(step.edge.memory, as_of)):
+                yield step
+
+    def _all_steps(self, node: Node) -> Iterator[Step]:
         seen: set[tuple[Node, str, bool]] = set()
-
-        def allowed(kind: str, edge: Edge | None) -> bool:
-            return (wanted is None or kind in wanted) and (edge is None or self._valid(edge.memory, as_of))
-
         if isinstance(node, int):
             for edge in self.out.get(node, ()):
-                if not allowed(edge.type, edge):
-                    continue
                 targets: list[Node] = [m for m in self.key_memories.get(edge.target, ()) if m != node]
                 for target in targets or ([] if edge.target in self.key_memories else [edge.target]):
                     if (target, edge.type, True) not in seen:
@@ -156,11 +168,10 @@ class GraphView:
         else:
             keys = [node]
             for memory in self.key_memories.get(node, ()):
-                if allowed("names", None):
-                    yield Step(node, memory, "names", None, True)
+                yield Step(node, memory, "names", None, True)
         for key in keys:
             for edge in self.into.get(key, ()):
-                if edge.memory != node and allowed(edge.type, edge) and (edge.memory, edge.type, False) not in seen:
+                if edge.memory != node and (edge.memory, edge.type, False) not in seen:
                     seen.add((edge.memory, edge.type, False))
                     yield Step(node, edge.memory, edge.type, edge, False)
 
@@ -177,7 +188,7 @@ class GraphView:
         """Every hop out of ``node`` (``steps`` with no type or date filter), computed once per view."""
         found = self._adjacent.get(node)
         if found is None:
-            found = self._adjacent[node] = tuple(self.steps(node))
+            found = self._adjacent[node] = tuple(self._all_steps(node))
         return found
 
     def hop_factor(self, step: Step) -> float:
@@ -195,6 +206,14 @@ class GraphView:
 
     def relation(self, step: Step) -> Relation:
         """The public record of a hop, written in its edge's direction."""
+        known = self._relations.get(id(step))
+        if known is not None and known[0] is step:
+            return known[1]
+        found = self._relation(step)
+        self._relations[id(step)] = (step, found)
+        return found
+
+    def _relation(self, step: Step) -> Relation:
         source, target = (step.source, step.target) if step.forward else (step.target, step.source)
         edge = step.edge
         memory = edge.memory if edge is not None else target
