@@ -105,11 +105,16 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
         conn.close()
 
 
-def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("batch", [1, 2, 1024])  # extracted as each memory comes, two at a time, at the flush
+def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
     from memrouter.index.connection import connect
+    from memrouter.index.graph_store import GraphRows
     from memrouter.index.refresh import delete_memory, upsert_memory, write_transaction
     from memrouter.index.schema import MIGRATIONS, migrate
 
+    monkeypatch.setattr(GraphRows, "BATCH", batch)
     root = tmp_path / "m"
     conn = connect(tmp_path / "index.sqlite")
     migrate(conn, MIGRATIONS)

@@ -1,12 +1,13 @@
 """Write the graph rows of the memories a write transaction changes.
 
 ``refresh.upsert_memory`` calls ``write_graph`` for every memory it writes:
-the memory is collected in ``GraphRows``, and when the transaction's writer
-flushes, each collected memory's keys and edges are extracted and written as
-one ``graph_rows`` row (both as JSON, one ``executemany``; an updated
-memory's row is replaced). Extracting at the flush, not between memories,
-keeps a full build's lexical work and its graph work each on a warm CPU
-cache: interleaved, the two slowed each other by about a third.
+the memory is collected in ``GraphRows``, its keys and edges are extracted
+with the next batch of collected memories, and each becomes one
+``graph_rows`` row (both as JSON) written when the transaction's writer
+flushes (one ``executemany``; an updated memory's row is replaced).
+Extracting a batch at a time, not between memories, keeps a full build's
+lexical work and its graph work each on a warm CPU cache: interleaved, the
+two slowed each other by about a third.
 Deleting a memory row deletes its graph row (the foreign key cascades) and
 drops its collected memory. Only the changed memory's row is touched:
 references to it from other memories are resolved when read (edges point at
@@ -30,24 +31,38 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circ
 
 
 class GraphRows(PendingRows):
-    """The memories written in one transaction, each extracted into its graph row at ``flush``."""
+    """The memories written in one transaction, extracted into their graph rows ``BATCH`` at a time
+    (so a large build holds at most ``BATCH`` memories, not all of them) and written at ``flush``."""
+
+    BATCH = 1024
 
     def __init__(self) -> None:
         self._memories: dict[int, Memory] = {}
+        self._rows: dict[int, tuple[str, str]] = {}
 
     def put(self, memory_id: int, memory: Memory) -> None:
         """Collect ``memory`` as row ``memory_id``, replacing any collected earlier in the transaction."""
+        self._rows.pop(memory_id, None)
         self._memories[memory_id] = memory
+        if len(self._memories) >= self.BATCH:
+            self._extract()
 
     def drop(self, memory_id: int) -> None:
         self._memories.pop(memory_id, None)
+        self._rows.pop(memory_id, None)
 
     def flush(self, conn: sqlite3.Connection) -> None:
-        rows = []
+        self._extract()
+        conn.executemany(
+            "INSERT OR REPLACE INTO graph_rows (memory_id, keys, edges) VALUES (?, ?, ?)",
+            [(memory_id, keys, edges) for memory_id, (keys, edges) in self._rows.items()],
+        )
+        self._rows.clear()
+
+    def _extract(self) -> None:
         for memory_id, memory in self._memories.items():
             found = extract(memory)
-            rows.append((memory_id, _ENCODE(found.keys), _ENCODE(found.edges)))  # a RawEdge is a tuple: a JSON array
-        conn.executemany("INSERT OR REPLACE INTO graph_rows (memory_id, keys, edges) VALUES (?, ?, ?)", rows)
+            self._rows[memory_id] = (_ENCODE(found.keys), _ENCODE(found.edges))  # a RawEdge is a tuple: a JSON array
         self._memories.clear()
 
 
