@@ -89,16 +89,17 @@ class UiGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers", []))
-        refusal = self._refusal(scope, headers)
+        accepted = self._accepted(scope, headers) if self._verify is not None else None
+        refusal = self._refusal(headers, accepted)
         if refusal is not None:
             await _plain(send, *refusal)
             return
         if self._verify is not None:
-            scope[TOKEN_SCOPE_KEY] = self._accepted(scope, headers)
+            scope[TOKEN_SCOPE_KEY] = accepted
         if self._verify is not None and scope["method"] == "GET":
             query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
             given = next((value for key, value in query if key == "token"), None)
-            if given is not None and self._verify(given):
+            if given is not None and (given == accepted or self._verify(given)):
                 await self._redirect_without_token(scope, query, given, send)
                 return
 
@@ -109,15 +110,14 @@ class UiGuard:
 
         await self.app(scope, receive, secured)
 
-    def _refusal(self, scope: dict[str, Any], headers: dict[bytes, bytes]) -> tuple[int, str] | None:
-        """Why this request is refused (status, message), or None."""
-        verify = self._verify
-        if verify is None:
+    def _refusal(self, headers: dict[bytes, bytes], accepted: str | None) -> tuple[int, str] | None:
+        """Why this request is refused (status, message), or None; ``accepted``: ``_accepted``'s answer."""
+        if self._verify is None:
             host = headers.get(b"host", b"").decode("latin-1")
             if not is_loopback(_host_name(host)):
                 return 400, "this UI answers requests for a loopback host only (open it at http://127.0.0.1:<port>/)"
             return None
-        if self._accepted(scope, headers) is not None:
+        if accepted is not None:
             return None
         if headers.get(b"authorization", b"").startswith(b"Bearer "):
             return 401, "this token is not accepted"
