@@ -15,7 +15,9 @@ Reported per mode, time-words setting and category:
 - the number of questions scored (questions whose evidence names no turn are
   skipped and counted).
 
-Usage: python benchmarks/bench_locomo.py [--modes lexical,hybrid] [--time-words off,filter,boost]
+A mode ending in ``+rerank`` (``hybrid+rerank``) searches with ``[search] rerank`` on.
+
+Usage: python benchmarks/bench_locomo.py [--modes lexical,hybrid,hybrid+rerank] [--time-words off,filter,boost]
        [--data PATH] [--conversations N]
 """
 
@@ -114,14 +116,19 @@ def run(data: list[dict], modes: list[str], settings: list[str], work: Path) -> 
         root.mkdir(parents=True)
         names, last = write_conversation(sample, root)
         config = Config.load(root=root, index_dir=work / sample["sample_id"] / "index")
+        reranking = any(mode.endswith("+rerank") for mode in modes)  # the index keeps token vectors
+        config = replace(config, search=replace(config.search, rerank=reranking))
         now = last + 86400  # asked the day after the last session
         with Router(config, watch=False, clock=lambda now=now: now) as router:
             started = time.perf_counter()
-            router.refresh(embed="hybrid" in modes or "semantic" in modes)
+            router.refresh(embed=any(not mode.startswith("lexical") for mode in modes))
             build_seconds += time.perf_counter() - started
         for setting in settings:
             search = replace(config.search, time_words=setting)
-            with Router(replace(config, search=search), watch=False, clock=lambda now=now: now) as router:
+            with (
+                Router(replace(config, search=replace(search, rerank=False)), watch=False, clock=lambda now=now: now) as plain,
+                Router(replace(config, search=replace(search, rerank=True)), watch=False, clock=lambda now=now: now) as second,
+            ):  # fmt: skip
                 for qa in sample["qa"]:
                     evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
                     if not evidence:
@@ -130,8 +137,11 @@ def run(data: list[dict], modes: list[str], settings: list[str], work: Path) -> 
                     category = CATEGORIES.get(qa.get("category"), str(qa.get("category")))
                     for mode in modes:
                         key = f"{mode}/{setting}"
+                        router, plain_mode = (
+                            (second, mode[: -len("+rerank")]) if mode.endswith("+rerank") else (plain, mode)
+                        )
                         started = time.perf_counter()
-                        hits = router.search(str(qa["question"]), limit=DEPTH, mode=mode)
+                        hits = router.search(str(qa["question"]), limit=DEPTH, mode=plain_mode)
                         latencies[key].append((time.perf_counter() - started) * 1000)
                         row = score([hit.name for hit in hits], evidence)
                         results[key][category].append(row)

@@ -2,7 +2,8 @@
 
 For every question of every evaluation set (examples/golden.json over
 examples/memories, benchmarks/golden/ai-agents-1026.json,
-benchmarks/golden/ai-agents-466.json, and the first ``--locomo`` LoCoMo-10
+benchmarks/golden/ai-agents-466.json, benchmarks/golden/multi-project.json,
+and the first ``--locomo`` LoCoMo-10
 conversations, one memory per turn), the lexical and dense candidate lists
 (50 each, MiniLM) and the query's signal are collected once and cached
 (``--cache``); fusion is then replayed offline, so every setting is scored
@@ -20,10 +21,14 @@ linearly from ``low`` at coverage >= ``high_at`` to ``high`` at coverage <=
 Fitting is cross-validated by set: for each set, the grid point with the
 best mean MRR@10 over the *other* sets is scored on it (leave one set out).
 Printed per set: recall@5 and MRR@10 of lexical, semantic, equal-weight RRF,
-the fixed default (dense 0.1), the held-out adaptive rule, and the rule with
-the parameters fitted on all sets (what the code uses).
+the fixed default (dense 0.1), the held-out adaptive rule, the rule with the
+parameters fitted on all sets, and the rule the code ships.
 
-    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR] [--embedder minilm-int8]
+With ``--rerank`` the indexes keep token vectors, each candidate's
+late-interaction score is collected too, and every fused ranking is
+reranked as ``[search] rerank`` does (``memrouter.index.rerank``).
+
+    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR] [--embedder minilm-int8] [--rerank]
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from _common import CORPUS
 
 from memrouter import Config, Router, searching
 from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
-from memrouter.index.fusion import Ranked, reciprocal_rank_fusion
+from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
+from memrouter.index.rerank import CHUNKS_READ, late_interaction, reordered
 from memrouter.model import Filters
 
 HERE = Path(__file__).parent
@@ -49,6 +55,7 @@ SETS = {
     "examples": (REPO / "examples" / "memories", REPO / "examples" / "golden.json"),
     "ai-agents-1026": (CORPUS, HERE / "golden" / "ai-agents-1026.json"),
     "ai-agents-466": (CORPUS.parent / "ai-agents-466", HERE / "golden" / "ai-agents-466.json"),
+    "multi-project": (HERE / "golden" / "multi-project" / "memories", HERE / "golden" / "multi-project.json"),
 }
 POOL = 50
 GRID = {
@@ -60,25 +67,39 @@ GRID = {
 Record = dict[str, Any]
 
 
-def lists_for(router: Router, query: str) -> tuple[list[str], list[str], float]:
-    """(lexical names, dense names, coverage of the best lexical hit) for ``query``, as a search sees them."""
+def lists_for(router: Router, query: str) -> tuple[list[str], list[str], float, dict[str, float]]:
+    """(lexical names, dense names, coverage of the best lexical hit, late-interaction score of each
+    candidate when the index keeps token vectors) for ``query``, as a search sees them."""
     keeper = router._index  # the router's own index: the lists a search would fuse
     conn = keeper.conn
     filters = Filters()
     lexical = keeper.lexical.search(conn, query, filters, limit=POOL)
-    dense = keeper.dense.search(conn, query, filters, POOL, passing=keeper.lexical.allowed)
+    dense = keeper.dense.search(
+        conn, query, filters, POOL, passing=keeper.lexical.allowed, folders=keeper.lexical.folders(conn)
+    )
     names = dict(conn.execute("SELECT id, name FROM memories"))
     coverage = keeper.lexical.coverage(conn, query, lexical[0].memory_id) if lexical else 0.0
-    return [names[r.memory_id] for r in lexical], [names[r.memory_id] for r in dense], coverage
+    late: dict[str, float] = {}
+    if keeper.dense.tokens:
+        folders = keeper.lexical.folders(conn)
+        candidates = list(dict.fromkeys(r.memory_id for r in lexical + dense))
+        overviews = {folders.owner[m] for m in candidates if m in folders.owner}
+        chunks = keeper.dense.best_chunks(conn, query, list(dict.fromkeys([*candidates, *overviews])), CHUNKS_READ)
+        tokens = keeper.dense.query_tokens(query)
+        found = late_interaction(conn, tokens, chunks, keeper.dense.embedder.dimension, folders)
+        late = {names[memory_id]: score for memory_id, score in found.items() if memory_id in candidates}
+    return [names[r.memory_id] for r in lexical], [names[r.memory_id] for r in dense], coverage, late
 
 
 EMBEDDER = "minilm"
+RERANK = False
 
 
 def load(root: Path, index_dir: Path) -> Config:
     from dataclasses import replace
 
-    return replace(Config.load(root=root, index_dir=index_dir), embedder=EMBEDDER)
+    config = Config.load(root=root, index_dir=index_dir)
+    return replace(config, embedder=EMBEDDER, search=replace(config.search, rerank=RERANK))
 
 
 def collect_golden(name: str, root: Path, golden: Path, work: Path) -> list[Record]:
@@ -86,10 +107,10 @@ def collect_golden(name: str, root: Path, golden: Path, work: Path) -> list[Reco
     with Router(load(root, work / name), watch=False) as router:
         router.refresh(embed=True)
         for query in load_golden(golden):
-            lexical, dense, coverage = lists_for(router, query.query)
+            lexical, dense, coverage, late = lists_for(router, query.query)
             records.append({
                 "set": name, "kind": query.kind, "query": query.query, "expected": list(query.expected),
-                "lexical": lexical, "dense": dense, "coverage": coverage,
+                "lexical": lexical, "dense": dense, "coverage": coverage, "late": late,
             })  # fmt: skip
     return records
 
@@ -110,10 +131,10 @@ def collect_locomo(conversations: int, work: Path) -> list[Record]:
                 evidence = [turn_name(e) for e in qa.get("evidence", []) if ":" in e]
                 if not evidence or qa.get("category") == 5:
                     continue
-                lexical, dense, coverage = lists_for(router, str(qa["question"]))
+                lexical, dense, coverage, late = lists_for(router, str(qa["question"]))
                 records.append({
                     "set": "locomo", "kind": CATEGORIES.get(qa.get("category"), "other"), "query": qa["question"],
-                    "expected": evidence, "lexical": lexical, "dense": dense, "coverage": coverage,
+                    "expected": evidence, "lexical": lexical, "dense": dense, "coverage": coverage, "late": late,
                 })  # fmt: skip
     return records
 
@@ -124,18 +145,30 @@ def dense_weight(coverage: float, low: float, high: float, low_at: float, high_a
 
 
 def fused(record: Record, weight: float | None) -> list[str]:
-    """The fused ranking; ``None``: lexical alone, ``-1``: dense alone."""
+    """The fused ranking; ``None``: lexical alone, ``-1``: dense alone. A record with late-interaction
+    scores (``--rerank``) is reranked as a search with ``[search] rerank`` is."""
     if weight is None:
         return list(record["lexical"])
     if weight < 0:
-        return list(record["dense"])
-    ids = {name: n for n, name in enumerate(dict.fromkeys(record["lexical"] + record["dense"]))}
-    lists = {
-        "lexical": [Ranked(ids[name], 0.0) for name in record["lexical"]],
-        "dense": [Ranked(ids[name], 0.0) for name in record["dense"]],
-    }
-    names = {n: name for name, n in ids.items()}
-    return [names[f.memory_id] for f in reciprocal_rank_fusion(lists, {"lexical": 1.0, "dense": weight}, 60, 10)]
+        ranking = [Fused(n, 0.0, ()) for n in range(len(record["dense"]))]
+        names = dict(enumerate(record["dense"]))
+    else:
+        ids = {name: n for n, name in enumerate(dict.fromkeys(record["lexical"] + record["dense"]))}
+        lists = {
+            "lexical": [Ranked(ids[name], 0.0) for name in record["lexical"]],
+            "dense": [Ranked(ids[name], 0.0) for name in record["dense"]],
+        }
+        names = {n: name for name, n in ids.items()}
+        ranking = reciprocal_rank_fusion(lists, {"lexical": 1.0, "dense": weight}, 60, None)
+    late = record.get("late")
+    if late:
+        ranking = reordered(ranking, {n: late[name] for n, name in names.items() if name in late}, 60)
+    return [names[f.memory_id] for f in ranking[:10]]
+
+
+def shipped(record: Record) -> float:
+    """The dense weight the code uses for ``record`` (``memrouter.searching.dense_weight``, default weight)."""
+    return searching.dense_weight(record["coverage"], 0.1)
 
 
 def scores(records: list[Record], weight_of: Any) -> tuple[float, float]:
@@ -171,11 +204,14 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/memrouter-fusion-cache"))
     parser.add_argument("--recollect", action="store_true", help="rebuild the cached lists")
     parser.add_argument("--embedder", default="minilm", help="the dense model (minilm, minilm-int8, ...)")
+    parser.add_argument("--rerank", action="store_true", help="rerank as [search] rerank does (its own cache)")
     args = parser.parse_args()
-    global EMBEDDER
-    EMBEDDER = args.embedder
+    global EMBEDDER, RERANK
+    EMBEDDER, RERANK = args.embedder, args.rerank
     if args.embedder != "minilm":  # each model's lists are cached apart
         args.cache = args.cache / args.embedder
+    if args.rerank:
+        args.cache = args.cache / "rerank"
 
     if args.recollect and args.cache.exists():
         shutil.rmtree(args.cache)
@@ -198,7 +234,10 @@ def main() -> None:
 
     fitted = best_params(records)
     print(f"fitted on all sets: {fitted}")
-    header = f"{'set':16s} {'lexical':>13s} {'semantic':>13s} {'equal RRF':>13s} {'dense 0.1':>13s} {'held-out':>13s} {'fitted':>13s}"
+    header = (
+        f"{'set':16s} {'lexical':>13s} {'semantic':>13s} {'equal RRF':>13s} {'dense 0.1':>13s} {'held-out':>13s} "
+        f"{'fitted':>13s} {'shipped':>13s}"
+    )
     print(header + "   (recall@5 / MRR@10)")
     for name in sets:
         mine = [r for r in records if r["set"] == name]
@@ -211,6 +250,7 @@ def main() -> None:
             scores(mine, lambda r: 0.1),
             scores(mine, lambda r, p=held: dense_weight(r["coverage"], **p)),
             scores(mine, lambda r, p=fitted: dense_weight(r["coverage"], **p)),
+            scores(mine, shipped),
         ]
         print(f"{name:16s} " + " ".join(f"{r5:.3f} / {mrr:.3f}" for r5, mrr in columns) + f"   held-out {held}")
         for kind in sorted({r["kind"] for r in mine}):
@@ -218,7 +258,7 @@ def main() -> None:
             columns = [
                 scores(subset, lambda r: None), scores(subset, lambda r: -1), scores(subset, lambda r: 1.0),
                 scores(subset, lambda r: 0.1), scores(subset, lambda r, p=held: dense_weight(r["coverage"], **p)),
-                scores(subset, lambda r, p=fitted: dense_weight(r["coverage"], **p)),
+                scores(subset, lambda r, p=fitted: dense_weight(r["coverage"], **p)), scores(subset, shipped),
             ]  # fmt: skip
             print(
                 f"  {kind[:14]:14s} " + " ".join(f"{r5:.3f} / {mrr:.3f}" for r5, mrr in columns) + f"   ({len(subset)})"

@@ -101,6 +101,26 @@ def test_fusion_adaptive_raises_the_dense_weight_when_lexical_covers_little(memo
         open_router(memories, tmp_path / "bad")
 
 
+def test_folder_context_lends_a_folders_overview_to_its_memories(memories: Path, tmp_path: Path) -> None:
+    for folder, domain in (("lanternfish", "a karaoke queue for bars"), ("bramble", "veterinary clinic scheduling")):
+        write(memories, f"projects/{folder}/project_overview", f"# Overview\n\n{folder} is {domain}.\n")
+        write(memories, f"projects/{folder}/suggested_commands", "# Commands\n\n`make worker` starts the worker.\n")
+    for share, first in ((0.5, "projects/bramble/suggested_commands"), (0.0, None)):
+        configured(memories, f'[search]\nmode = "lexical"\nfolder_context = {share}\n')
+        with open_router(memories, tmp_path / str(share)) as router:
+            assert router.status()["config"]["folder_context"] == share
+            names = [hit.name for hit in router.search("veterinary worker", limit=3)]
+            if first:
+                assert names[0] == first
+            else:  # nothing lent: the commands say nothing of vets, the overview nothing of workers
+                assert "projects/bramble/suggested_commands" not in names[:1]
+    configured(memories, "[search]\nfolder_context = 2\n")
+    from memrouter.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="folder_context"):
+        open_router(memories, tmp_path / "bad")
+
+
 def test_refresh_interval_decides_when_a_long_running_router_looks_again(memories: Path, tmp_path: Path) -> None:
     for interval, seen in ((3600, False), (0, True)):
         configured(memories, f"[search]\nrefresh_interval = {interval}\n")

@@ -73,6 +73,7 @@ def base(memories: Path, tmp_path: Path) -> list[str]:
         ["search", ""],
         ["search", "a\x01b"],
         ["search", "flaky", "--source", "nowhere"],
+        ["search", "flaky", "--rerank", "--mode", "lexical"],
         ["search", "search"],
         ["search", "-"],
     ],
@@ -134,7 +135,7 @@ _TOKENS = st.sampled_from(
         "--mode", "lexical", "hybrid", "LEXICAL", "--mode=lexical",
         "--format", "json", "text", "xml", "--format=json",
         "--channel", "team", "long-term", "--kind", "adr", "--tag", "database", "--scope", "project",
-        "--status", "active", "--prefix", "ci/", "--content", "--content=1", "--source", "canonical",
+        "--status", "active", "--prefix", "ci/", "--content", "--content=1", "--source", "canonical", "--rerank",
         "--bogus", "--help", "--root",
     ]
 )  # fmt: skip

@@ -50,7 +50,18 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team"),
-    "search": ("mode", "limit", "rrf_k", "weights", "refresh_interval", "time_words", "recency", "fusion"),
+    "search": (
+        "mode",
+        "limit",
+        "rrf_k",
+        "weights",
+        "refresh_interval",
+        "time_words",
+        "recency",
+        "fusion",
+        "folder_context",
+        "rerank",
+    ),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
     "embed": ("model", "background"),
@@ -87,6 +98,12 @@ class SearchConfig:
     # "adaptive": the dense weight rises per query as the best lexical hit covers less of the query
     # (memrouter.searching.dense_weight); "fixed": the weights above, always.
     fusion: str = "adaptive"
+    # Folders are context (memrouter.index.folders): a memory in a folder with an overview borrows this
+    # share of the overview's score for each query word it lacks itself; 0 turns it off.
+    folder_context: float = 0.9
+    # A second stage reads the best fused candidates again, word piece by word piece (memrouter.index.rerank);
+    # it needs token vectors kept with the dense ones (the next `memrouter index` adds them).
+    rerank: bool = False
 
 
 TIME_WORDS = ("filter", "boost", "off")
@@ -161,6 +178,8 @@ class Config:
             "refresh_interval": self.search.refresh_interval,
             "time_words": self.search.time_words,
             "fusion": self.search.fusion,
+            "folder_context": self.search.folder_context,
+            "rerank": self.search.rerank,
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
             "embed_background": self.embed_background,
@@ -315,10 +334,13 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
         limit = int(section.get("limit", defaults.limit))
         rrf_k = int(section.get("rrf_k", defaults.rrf_k))
         interval = float(section.get("refresh_interval", defaults.refresh_interval))
+        folder_context = float(section.get("folder_context", defaults.folder_context))
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"[search]: {exc}") from exc
     if limit < 1 or rrf_k < 1 or interval < 0:
         raise ConfigError("[search] limit and rrf_k must be >= 1, refresh_interval >= 0")
+    if not 0 <= folder_context <= 1:
+        raise ConfigError(f"[search] folder_context must be between 0 and 1 (0: off), got {folder_context:g}")
     time_words = section.get("time_words", defaults.time_words)
     if time_words not in TIME_WORDS:
         raise ConfigError(f"[search] time_words {time_words!r} is not one of {', '.join(TIME_WORDS)}")
@@ -328,7 +350,10 @@ def _search_config(section: Any, env: Mapping[str, str]) -> SearchConfig:
     fusion = section.get("fusion", defaults.fusion)
     if fusion not in FUSIONS:
         raise ConfigError(f"[search] fusion {fusion!r} is not one of {', '.join(FUSIONS)}")
-    return SearchConfig(mode, limit, rrf_k, weights, interval, time_words, recency, fusion)
+    rerank = section.get("rerank", defaults.rerank)
+    if not isinstance(rerank, bool):
+        raise ConfigError(f"[search] rerank must be true or false, got {rerank!r}")
+    return SearchConfig(mode, limit, rrf_k, weights, interval, time_words, recency, fusion, folder_context, rerank)
 
 
 def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shape: str, rule: str) -> dict[str, float]:

@@ -77,7 +77,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._lock = RLock()
         self._index = IndexKeeper(
             self.store, config.index_path, self._lock, embedder=config.embedder, write_wait=config.index.write_wait,
-            refresh_interval=config.search.refresh_interval, watch=watch,
+            refresh_interval=config.search.refresh_interval, watch=watch, folder_share=config.search.folder_context,
+            tokens=config.search.rerank,
         )  # fmt: skip
         # External services, built from config.backends on first need (see _external).
         self._services: ExternalServices | None = None

@@ -45,7 +45,12 @@ _MULTIPLE_OPTIONS = {
     "--status": "statuses",
     "--tag": "tags",
 }
-_FLAGS = {"--content": "content", "--history": "include_history", "--include-archived": "include_archived"}
+_FLAGS = {
+    "--content": "content",
+    "--history": "include_history",
+    "--include-archived": "include_archived",
+    "--rerank": "rerank",
+}
 _GROUP_OPTIONS = {"--root": "root", "--index-dir": "index_dir"}
 
 
@@ -70,6 +75,7 @@ class SearchRequest:
     include_history: bool = False
     include_archived: bool = False
     as_of: str | None = None
+    rerank: bool = False
 
 
 def run_search(request: SearchRequest) -> int:
@@ -86,7 +92,7 @@ def run_search(request: SearchRequest) -> int:
         from memrouter.router import Router
 
         check_query(request.query)  # bad input fails before any index work
-        with Router.open(root=request.root, index_dir=request.index_dir, watch=False) as router:
+        with Router(configured(request.root, request.index_dir, rerank=request.rerank), watch=False) as router:
             started = time.perf_counter()
             hits = router.search(
                 request.query, limit=request.limit, mode=request.mode, channels=request.channels,
@@ -112,6 +118,17 @@ def run_search(request: SearchRequest) -> int:
         print(format_hits(hits))
     sys.stdout.flush()
     return 0
+
+
+def configured(root: str | None, index_dir: str | None, *, rerank: bool = False) -> Any:
+    """The project's configuration; ``rerank`` turns the second stage on for this command
+    (``[search] rerank``)."""
+    from dataclasses import replace
+
+    from memrouter.config import Config
+
+    config = Config.load(root=root, index_dir=index_dir)
+    return replace(config, search=replace(config.search, rerank=True)) if rerank else config
 
 
 def format_hits(hits: Sequence[Any]) -> str:

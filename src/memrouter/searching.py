@@ -31,6 +31,7 @@ from memrouter.index import queries
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.keeper import IndexKeeper
 from memrouter.index.lexical import snippet
+from memrouter.index.rerank import DEPTH as RERANK_DEPTH
 from memrouter.index.text import query_terms
 from memrouter.model import Filters, Hit, Match, MemorySummary, Provenance
 
@@ -55,10 +56,10 @@ TIME_WEIGHT = 0.5
 # Query-adaptive fusion (``[search] fusion = "adaptive"``): the dense weight rises from the configured
 # one, when the best lexical hit covers at least HIGH_AT of the query, to DENSE_HIGH when it covers at
 # most LOW_AT (coverage: the share of the query's terms, weighted by idf, that the hit holds).
-# Fitted by benchmarks/fit_fusion.py, leaving each evaluation set out in turn.
-DENSE_HIGH = 2.0
+# Fitted by benchmarks/fit_fusion.py on its five evaluation sets (each left out in turn for the check).
+DENSE_HIGH = 0.8
 LOW_AT = 0.2
-HIGH_AT = 0.5
+HIGH_AT = 0.6
 
 
 def dense_weight(
@@ -144,9 +145,14 @@ class CanonicalSearch:
             weights["dense"] = round(dense_weight(coverage, weights.get("dense", 0.0)), 4)
             detail = f"lexical {weights.get('lexical', 1.0):g}, dense {weights['dense']:g}: the best lexical hit holds {coverage:.0%} of the query"
             notes = (*notes, Match("weights", 0, weights["dense"], detail))
-        fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, None if widened else limit)
+        reranking = self.config.search.rerank and bool(lists.get("dense"))
+        depth = None if widened else max(limit, RERANK_DEPTH) if reranking else limit
+        fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, depth)
         # usage decay (memrouter.index.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
+        if reranking:  # the second stage reads the best candidates again (memrouter.index.rerank)
+            fused = self._reranked(fused, query)
+            fused = fused if widened else fused[:limit]
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
             if decaying and any(recency.get(row["channel"]) for row in brief.values()):
@@ -175,6 +181,17 @@ class CanonicalSearch:
             )
         return bool(decays & self._channels[1])
 
+    def _reranked(self, fused: builtins.list[Fused], query: str) -> builtins.list[Fused]:
+        """``fused`` fused again with the late-interaction order of its first candidates."""
+        from memrouter.index.rerank import CHUNKS_READ, late_interaction, reordered
+
+        dense, folders = self.index.dense, self.index.lexical.folders(self.conn)
+        head = [item.memory_id for item in fused[:RERANK_DEPTH]]
+        overviews = {folders.owner[m] for m in head if m in folders.owner}
+        chunks = dense.best_chunks(self.conn, query, list(dict.fromkeys([*head, *overviews])), CHUNKS_READ)
+        scores = late_interaction(self.conn, dense.query_tokens(query), chunks, dense.embedder.dimension, folders)
+        return reordered(fused, scores, self.config.search.rrf_k)
+
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
         lists: dict[str, builtins.list[Ranked]] = {}
@@ -182,7 +199,9 @@ class CanonicalSearch:
         if mode in ("hybrid", "lexical"):
             lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
         if mode in ("hybrid", "semantic"):
-            lists["dense"] = self.index.dense.search(conn, query, filters, pool, passing=lexical.allowed)
+            lists["dense"] = self.index.dense.search(
+                conn, query, filters, pool, passing=lexical.allowed, folders=lexical.folders(conn)
+            )
         if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
             lists["graph"] = self.index.graph.search(conn, query, filters, pool, lexical.allowed, lists["lexical"])
         return lists

@@ -38,11 +38,13 @@ class State:
         self.index_dir = index_dir
         self._router: Any = None
 
-    def router(self) -> Any:
+    def router(self, *, rerank: bool = False) -> Any:
+        """The project's router, opened on first use (``rerank``: with the second stage on, ``--rerank``)."""
         if self._router is None:
             from memrouter.router import Router
+            from memrouter.search_command import configured
 
-            self._router = Router.open(root=self.root, index_dir=self.index_dir, watch=False)
+            self._router = Router(configured(self.root, self.index_dir, rerank=rerank), watch=False)
         return self._router
 
     def actor(self, agent: str | None) -> str | None:

@@ -105,6 +105,7 @@ class _progress_bar:
 @click.option("--history", is_flag=True, help="Also superseded, obsolete and expired memories, marked.")
 @click.option("--include-archived", is_flag=True, help="Also archived sprint memories, marked, after the others.")
 @click.option("--as-of", default=None, help="Search the memories as committed at this date (2026-01-05) or commit.")
+@click.option("--rerank", is_flag=True, help="Read the best candidates again, word by word (see [search] rerank).")
 @click.option(
     "--origin",
     default=None,
@@ -128,6 +129,7 @@ def search(
     history: bool,
     include_archived: bool,
     as_of: str | None,
+    rerank: bool,
     origin: str | None,
     source_alias: str | None,
     fmt: str,
@@ -143,7 +145,7 @@ def search(
         query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
         kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
         origin=origin or source_alias, fmt=fmt, include_history=history, include_archived=include_archived,
-        as_of=as_of,
+        as_of=as_of, rerank=rerank,
     )  # fmt: skip
     code = run_search(request)
     if code:

@@ -54,25 +54,29 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @click.option("--mode", type=click.Choice(MODES), default=None)
 @click.option("--k", "ks", default="1,5,10", show_default=True, help="Cut-offs for recall@k.")
 @click.option("--details", is_flag=True, help="Also list the queries that missed (text format).")
+@click.option("--rerank", is_flag=True, help="With the second stage on (see [search] rerank).")
 @FORMAT
 @pass_state
 @handle_errors
-def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, fmt: str) -> None:
+def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, rerank: bool, fmt: str) -> None:
     """Score retrieval on a golden-query file: recall@k, MRR@10, nDCG@10, latency."""
     from memrouter.evaluation import evaluate, load_golden
 
     cutoffs = _parse_ks(ks)
     queries = load_golden(dataset)
-    router = state.router()
+    router = state.router(rerank=rerank)
     mode = router.effective_mode(mode)  # hybrid is lexical until the index holds vectors
     depth = max(10, *cutoffs)
     router.search(queries[0].query, limit=depth, mode=mode)  # warm caches and models first
     report = evaluate(lambda q: [h.name for h in router.search(q, limit=depth, mode=mode)], queries, cutoffs)
-    data: dict[str, Any] = {"dataset": dataset, "mode": mode} | report.to_dict()
+    data: dict[str, Any] = {"dataset": dataset, "mode": mode, "rerank": router.config.search.rerank} | report.to_dict()
 
     def text() -> str:
         header = [f"recall@{k}" for k in cutoffs] + ["mrr@10", "ndcg@10"]
-        lines = [f"{dataset}  mode={mode}", f"{'':<14}" + "".join(f"{h:>11}" for h in header) + f"{'queries':>9}"]
+        lines = [
+            f"{dataset}  mode={mode}" + ("  rerank" if data["rerank"] else ""),
+            f"{'':<14}" + "".join(f"{h:>11}" for h in header) + f"{'queries':>9}",
+        ]
         for label, row in [("all", data["overall"]), *data["by_kind"].items()]:
             lines.append(f"{label:<14}" + "".join(f"{row[h]:>11.3f}" for h in header) + f"{row['queries']:>9}")
         lat = data["latency_ms"]

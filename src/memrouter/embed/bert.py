@@ -16,6 +16,11 @@ rest the same way for all of them, so they give the same vectors:
 * **Batching by length.** Windows are sorted by length and batched under a
   token budget, so padding (wasted compute) stays small.
 * **Pooling.** Mean over the attention mask, then L2 normalisation.
+* **Token vectors.** ``embed_with_tokens`` also returns each text's word
+  pieces as unit vectors of the last layer (no ``[CLS]``/``[SEP]``; a long
+  text's windows one after another), from the same forward pass, for late
+  interaction (``memrouter.index.rerank``). A runtime that can give them
+  supplies ``_forward_hidden``.
 """
 
 from __future__ import annotations
@@ -72,6 +77,12 @@ class BertEmbedderBase:
         """Return mean-pooled last hidden states, shape (batch, dimension), not normalised."""
         raise NotImplementedError
 
+    def _forward_hidden(
+        self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Return ``_forward``'s pooled states and the last hidden states, shape (batch, sequence, dimension)."""
+        raise NotImplementedError(f"{type(self).__name__} gives no token vectors")
+
     # -- public API ----------------------------------------------------------------
 
     def count_tokens(self, text: str) -> int:
@@ -89,6 +100,23 @@ class BertEmbedderBase:
         Texts longer than the model window are embedded window by window and
         combined (see the module docstring); nothing is truncated.
         """
+        return self._embed(texts, None)
+
+    def embed_with_tokens(
+        self, texts: Sequence[str]
+    ) -> tuple[NDArray[np.float32], list[tuple[NDArray[np.int64], NDArray[np.float32]]]]:
+        """``embed_batch``'s vectors and, per text, its word-piece ids and their unit vectors (tokens, dimension)."""
+        tokens: list[tuple[NDArray[np.int64], NDArray[np.float32]]] = []
+        return self._embed(texts, tokens), tokens
+
+    def vocabulary(self) -> dict[str, int]:
+        """The tokenizer's word pieces and their ids."""
+        vocabulary: dict[str, int] = self._tokenizer.get_vocab()
+        return vocabulary
+
+    def _embed(
+        self, texts: Sequence[str], tokens: list[tuple[NDArray[np.int64], NDArray[np.float32]]] | None
+    ) -> NDArray[np.float32]:
         import numpy as np
 
         if isinstance(texts, str):
@@ -109,7 +137,16 @@ class BertEmbedderBase:
                 for begin in range(0, len(ids), width):
                     windows.append(ids[begin : begin + width])
                     owner.append(index)
-        pooled = self._embed_windows(windows)
+        hidden: list[NDArray[np.float32]] | None = [] if tokens is not None else None
+        pooled = self._embed_windows(windows, hidden)
+        if tokens is not None and hidden is not None:
+            parts: list[list[NDArray[np.float32]]] = [[] for _ in range(n)]
+            for index, rows in zip(owner, hidden, strict=True):
+                parts[index].append(rows)
+            tokens.extend(
+                (np.asarray(encoding.ids, dtype=np.int64), np.concatenate(part) if len(part) > 1 else part[0])
+                for encoding, part in zip(encodings, parts, strict=True)  # every text has at least one window
+            )
         if len(windows) == n:
             return pooled
         weights = np.array([max(len(w), 1) for w in windows], dtype=np.float32)
@@ -119,11 +156,15 @@ class BertEmbedderBase:
         result: NDArray[np.float32] = combined / np.maximum(norms, 1e-12)
         return result
 
-    def _embed_windows(self, windows: list[list[int]]) -> NDArray[np.float32]:
-        """Embed windows of word-piece ids, each unit norm, in input order."""
+    def _embed_windows(
+        self, windows: list[list[int]], hidden: list[NDArray[np.float32]] | None = None
+    ) -> NDArray[np.float32]:
+        """Embed windows of word-piece ids, each unit norm, in input order; with ``hidden``, append each
+        window's word-piece vectors (unit norm, no ``[CLS]``/``[SEP]``) to it, in input order."""
         import numpy as np
 
         out = np.empty((len(windows), self.dimension), dtype=np.float32)
+        pieces: list[NDArray[np.float32] | None] = [None] * len(windows)
         order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
         start = 0
         while start < len(order):
@@ -145,10 +186,19 @@ class BertEmbedderBase:
                 ids[row, 1 : len(window) + 1] = window
                 ids[row, len(window) + 1] = SEP_ID
                 mask[row, : len(window) + 2] = 1
-            pooled = self._forward(ids, mask)
+            if hidden is None:
+                pooled = self._forward(ids, mask)
+            else:
+                pooled, states = self._forward_hidden(ids, mask)
+                for row, window_index in enumerate(chunk):
+                    rows = states[row, 1 : len(windows[window_index]) + 1]
+                    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+                    pieces[window_index] = (rows / np.maximum(norms, 1e-12)).astype(np.float32)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[np.asarray(chunk)] = pooled / np.maximum(norms, 1e-12)
             start = stop
+        if hidden is not None:
+            hidden.extend(piece for piece in pieces if piece is not None)
         return out
 
     def __repr__(self) -> str:

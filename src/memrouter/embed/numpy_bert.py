@@ -130,6 +130,29 @@ class NumpyEmbedder(BertEmbedderBase):
             )
 
     def _forward(self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]) -> NDArray[np.float32]:
+        return self._pool(*self._encode(input_ids, attention_mask))
+
+    def _forward_hidden(
+        self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        import numpy as np
+
+        x, bounds, lengths = self._encode(input_ids, attention_mask)
+        hidden = np.zeros((*input_ids.shape, HIDDEN), dtype=np.float32)
+        hidden[attention_mask.astype(bool)] = x  # padding is always on the right
+        return self._pool(x, bounds, lengths), hidden
+
+    @staticmethod
+    def _pool(x: NDArray[np.float32], bounds: NDArray[np.int64], lengths: NDArray[np.int64]) -> NDArray[np.float32]:
+        import numpy as np
+
+        summed = np.add.reduceat(x, bounds[:-1], axis=0)
+        pooled: NDArray[np.float32] = (summed / lengths[:, None]).astype(np.float32)
+        return pooled
+
+    def _encode(
+        self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.int64], NDArray[np.int64]]:
         """Run the encoder on the real tokens only, packed: padding costs nothing.
 
         Dense layers see one (tokens, 384) matrix; attention runs per sequence
@@ -171,6 +194,4 @@ class NumpyEmbedder(BertEmbedderBase):
                 block += rows
                 out[begin : begin + _ROW_BLOCK] = _layer_norm_(block, layer["ln2_w"], layer["ln2_b"])
             x = out
-        summed = np.add.reduceat(x, bounds[:-1], axis=0)
-        pooled: NDArray[np.float32] = (summed / lengths[:, None]).astype(np.float32)
-        return pooled
+        return x, bounds, lengths

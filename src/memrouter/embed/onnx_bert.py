@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INT8_MODEL_ID", "OnnxEmbedder", "build_onnx_model", "cached_onnx_model", "quantized_onnx_model"]
 
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3  # 3: the last hidden states are an output too (token vectors)
 # The int8 copy's vectors differ from fp32's (cosine about 0.994): they carry their own model id.
 INT8_MODEL_ID = "all-MiniLM-L6-v2-int8"
 LAYERS = 6
@@ -37,7 +37,8 @@ _MS = "com.microsoft"
 
 
 def build_onnx_model(weights_path: Path) -> bytes:
-    """Build the serialized ONNX model (pooled output, shape [batch, 384]).
+    """Build the serialized ONNX model: outputs ``pooled`` (shape [batch, 384]) and ``hidden``, the last
+    hidden states (shape [batch, sequence, 384]; computed for pooling anyway, copied out only when asked).
 
     The fused ``Attention`` kernel measured faster here than both
     ``MultiHeadAttention`` after one projection GEMM and plain
@@ -154,7 +155,10 @@ def build_onnx_model(weights_path: Path) -> bytes:
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"]),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "sequence"]),
         ],
-        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", HIDDEN])],
+        [
+            helper.make_tensor_value_info("pooled", TensorProto.FLOAT, ["batch", HIDDEN]),
+            helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", "sequence", HIDDEN]),
+        ],
         initializers,
     )
     model = helper.make_model(
@@ -312,11 +316,20 @@ class OnnxEmbedder(BertEmbedderBase):
         self._session = onnxruntime.InferenceSession(
             str(onnx_path), sess_options=session_options, providers=["CPUExecutionProvider"]
         )
+        self._hidden = self._session.get_outputs()[1].name  # the last layer's output
 
     def _forward(self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]) -> NDArray[np.float32]:
         (pooled,) = self._session.run(["pooled"], {"input_ids": input_ids, "attention_mask": attention_mask})
         result: NDArray[np.float32] = pooled
         return result
+
+    def _forward_hidden(
+        self, input_ids: NDArray[np.int64], attention_mask: NDArray[np.int64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        pooled, hidden = self._session.run(
+            ["pooled", self._hidden], {"input_ids": input_ids, "attention_mask": attention_mask}
+        )
+        return pooled, hidden
 
 
 def _usable_cpus() -> int:

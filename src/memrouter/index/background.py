@@ -125,11 +125,11 @@ class BackgroundEmbedder:
         if work is None:
             return False
         started = time.perf_counter()
-        vectors = dense.compute(work)  # the index is free meanwhile
+        embedded = dense.compute(work)  # the index is free meanwhile
         took = time.perf_counter() - started
         if self._stopping.is_set():
             return True
-        stored = self._indexed(lambda: dense.store(self._conn(), work, vectors))
+        stored = self._indexed(lambda: dense.store(self._conn(), work, embedded))
         with self._lock:
             self.embedded += stored
             self.batches += 1

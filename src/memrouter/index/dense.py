@@ -5,7 +5,9 @@ embedding is stored as a float32 blob tagged with the embedder's model id and
 dimension, and with the content hash of the memory it was cut from. A memory
 needs (re-)embedding when it has no chunks for its current hash and the
 current model, so refresh only embeds what changed. Vectors of another model
-are never searched: they wait for ``memrouter index --reembed``.
+are never searched: they wait for ``memrouter index --reembed``. With
+``tokens`` on (``[search] rerank``), each chunk's word-piece vectors are
+stored beside it from the same forward pass (``memrouter.index.rerank``).
 
 For search, the current vectors are gathered once per index generation into
 one matrix, kept as a memory-mapped ``.npy`` file beside the index (a new
@@ -18,12 +20,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import MemoryRouterError
+from memrouter.errors import ConfigError, MemoryRouterError
 from memrouter.index.connection import transaction
+from memrouter.index.dense_status import DenseStatus, Embedded, PendingWork
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical import Allowed, filter_sql
 from memrouter.lazylog import LazyLogger
@@ -34,43 +36,16 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memrouter.embed import Embedder
+    from memrouter.index.folders import FolderContext
+    from memrouter.index.rerank import TokenFilter
 
-__all__ = ["DenseIndex", "DenseStatus", "PendingWork"]
+__all__ = ["DenseIndex", "DenseStatus", "Embedded", "PendingWork"]
 
 log = LazyLogger(__name__)
 
 # Chunks fetched per memory wanted: a memory often has several good chunks.
 CHUNKS_PER_MEMORY = 4
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True, slots=True)
-class PendingWork:
-    """Memories to embed, as (id, hash) at planning time, and their chunks: (id, hash, ordinal, chunk)."""
-
-    memories: tuple[tuple[int, str], ...]
-    pieces: tuple[tuple[int, str, int, Any], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class DenseStatus:
-    """What the dense index holds for the configured model."""
-
-    model: str
-    chunks: int
-    embedded_memories: int
-    pending_memories: int
-    other_model_chunks: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "chunks": self.chunks,
-            "embedded_memories": self.embedded_memories,
-            "pending_memories": self.pending_memories,
-            "other_model_chunks": self.other_model_chunks,
-            "reembed_needed": self.other_model_chunks > 0,
-        }
 
 
 class DenseIndex:
@@ -89,7 +64,9 @@ class DenseIndex:
         model_id: str | None = None,
         hnsw_threshold: int | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
+        tokens: bool = False,
     ) -> None:
+        """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.rerank``)."""
         # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
@@ -102,6 +79,11 @@ class DenseIndex:
         self._matrix: Any = None
         self._chunk_ids: Any = None
         self._chunk_memory: Any = None
+        self.tokens = tokens
+        self._token_filter: TokenFilter | None = None
+        # the last query with tokens on: (query, its vector, its kept word pieces' vectors)
+        self._query_tokens: tuple[str, NDArray[np.float32], NDArray[np.float32]] | None = None
+        self._memory_rows: Any = None  # (chunk rows ordered by memory, their memory ids), per generation
 
     # -- the model ---------------------------------------------------------
     @property
@@ -123,6 +105,59 @@ class DenseIndex:
             self._model_id = _known_model_ids().get(self.embedder_name) or self.embedder.model_id
         return self._model_id
 
+    # -- token vectors (the reranker) --------------------------------------
+    def _token_embedder(self) -> Any:
+        """The embedder, when it can give token vectors (the MiniLM runtimes); else ``ConfigError``."""
+        embedder = self.embedder
+        if not callable(getattr(embedder, "embed_with_tokens", None)):
+            raise ConfigError(
+                f"[search] rerank needs token vectors, which the {self.embedder_name!r} embedder does not give; "
+                "use a minilm model or turn rerank off"
+            )
+        return embedder
+
+    @property
+    def token_filter(self) -> TokenFilter:
+        """Which word pieces count in late interaction (built from the model's vocabulary once)."""
+        if self._token_filter is None:
+            from memrouter.index.rerank import TokenFilter
+
+            self._token_filter = TokenFilter.of(self._token_embedder().vocabulary())
+        return self._token_filter
+
+    def query_tokens(self, query: str) -> NDArray[np.float32]:
+        """The query's kept word-piece vectors (from the pass that embedded it for search, when it did)."""
+        if self._query_tokens is None or self._query_tokens[0] != query:
+            self.embed_query(query)
+        assert self._query_tokens is not None
+        return self._query_tokens[2]
+
+    def best_chunks(
+        self, conn: sqlite3.Connection, query: str, memory_ids: list[int], per_memory: int
+    ) -> dict[int, list[int]]:
+        """Each memory's ``per_memory`` chunks most similar to ``query`` (chunk ids; exact, from the matrix)."""
+        import numpy as np
+
+        self._load(conn)
+        if self._matrix is None or not len(self._matrix):
+            return {}
+        known = self._query_tokens
+        vector = known[1] if known is not None and known[0] == query else self.embed_query(query)
+        if self._memory_rows is None:
+            order = np.argsort(self._chunk_memory, kind="stable")
+            self._memory_rows = (order, self._chunk_memory[order])
+        order, owners = self._memory_rows
+        wanted = np.asarray(memory_ids, dtype=np.int64)
+        begins, ends = np.searchsorted(owners, wanted, "left"), np.searchsorted(owners, wanted, "right")
+        result: dict[int, list[int]] = {}
+        for memory_id, begin, end in zip(memory_ids, begins.tolist(), ends.tolist(), strict=True):
+            rows = order[begin:end]
+            if len(rows) > per_memory:
+                rows = rows[np.argsort(-(self._matrix[rows] @ vector), kind="stable")[:per_memory]]
+            if len(rows):
+                result[memory_id] = [int(chunk) for chunk in self._chunk_ids[rows]]
+        return result
+
     # -- state -------------------------------------------------------------
     def has_vectors(self, conn: sqlite3.Connection) -> bool:
         """True once any memory has chunks for the current model."""
@@ -130,11 +165,18 @@ class DenseIndex:
         return row is not None
 
     def pending(self, conn: sqlite3.Connection, limit: int | None = None) -> list[sqlite3.Row]:
-        """Memories with no chunks for their current hash and the current model (the first ``limit``)."""
+        """Memories with no chunks for their current hash and the current model (the first ``limit``);
+        with ``tokens`` on, also those with a chunk lacking token vectors."""
+        lacking = (
+            " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = ?1 AND NOT EXISTS ("
+            "SELECT 1 FROM chunk_tokens t WHERE t.chunk_id = c.id))"
+            if self.tokens
+            else ""
+        )
         return conn.execute(
             "SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE NOT EXISTS ("
-            "SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?) "
-            "ORDER BY m.id LIMIT ?",
+            f"SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1){lacking} "
+            "ORDER BY m.id LIMIT ?2",
             (self.model_id, -1 if limit is None else limit),
         ).fetchall()
 
@@ -147,7 +189,15 @@ class DenseIndex:
         ).fetchone()
         other = conn.execute("SELECT count(*) FROM chunks WHERE model != ?", (model,)).fetchone()[0]
         total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-        return DenseStatus(model, chunks, embedded, total - embedded, other)
+        tokens = (
+            conn.execute(
+                "SELECT count(*) FROM chunk_tokens t JOIN chunks c ON c.id = t.chunk_id WHERE c.model = ?", (model,)
+            ).fetchone()[0]
+            if self.tokens
+            else None
+        )
+        pending = len(self.pending(conn)) if self.tokens else total - embedded
+        return DenseStatus(model, chunks, embedded, pending, other, tokens)
 
     # -- writing -----------------------------------------------------------
     def embed_pending(
@@ -191,15 +241,34 @@ class DenseIndex:
             pieces.extend((row["id"], row["hash"], ordinal, chunk) for ordinal, chunk in enumerate(chunks))
         return PendingWork(tuple((row["id"], row["hash"]) for row in todo), tuple(pieces))
 
-    def compute(self, work: PendingWork, *, progress: Progress | None = None) -> NDArray[np.float32] | None:
-        """The vectors of ``work``'s chunks, in order (``None`` when it has none); no index access."""
-        from memrouter.embed import embed_many
-
+    def compute(self, work: PendingWork, *, progress: Progress | None = None) -> Embedded | None:
+        """The vectors of ``work``'s chunks, in order (``None`` when it has none), and their token
+        vectors when ``tokens`` is on; no index access."""
         texts = [chunk.embed_text for _, _, _, chunk in work.pieces]
-        return embed_many(self.embedder, texts, batch_size=32, progress=progress) if texts else None
+        if not texts:
+            return None
+        if not self.tokens:
+            from memrouter.embed import embed_many
 
-    def store(self, conn: sqlite3.Connection, work: PendingWork, vectors: NDArray[np.float32] | None) -> int:
+            return Embedded(embed_many(self.embedder, texts, batch_size=32, progress=progress))
+        import numpy as np
+
+        from memrouter.index.rerank import pack
+
+        vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
+        packed: list[bytes] = []
+        for start in range(0, len(texts), 32):
+            batch, pieces = self._token_embedder().embed_with_tokens(texts[start : start + 32])
+            vectors[start : start + len(batch)] = batch
+            packed.extend(pack(rows[self.token_filter.kept(ids)]) for ids, rows in pieces)
+            if progress is not None:
+                progress(min(start + 32, len(texts)), len(texts))
+        return Embedded(vectors, packed)
+
+    def store(self, conn: sqlite3.Connection, work: PendingWork, embedded: Embedded | None) -> int:
         """Write ``work``'s vectors for the memories still at the hash they were chunked from; how many."""
+        vectors = embedded.vectors if embedded is not None else None
+        tokens = embedded.tokens if embedded is not None else None
         with transaction(conn):
             # Only memories whose row still has the hash that was embedded: another
             # process may have changed one meanwhile (it embeds its own version).
@@ -214,16 +283,28 @@ class DenseIndex:
                 "DELETE FROM chunks WHERE memory_id = ? AND model = ?", [(mid, self.model_id) for mid in keep]
             )
             dimension = self.embedder.dimension
+            kept = [(i, piece) for i, piece in enumerate(work.pieces) if piece[0] in keep]
+            last = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
             conn.executemany(
                 "INSERT INTO chunks (memory_id, memory_hash, ordinal, start, end, heading, model, dimension, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (mid, digest, ordinal, chunk.start, chunk.end, chunk.heading, self.model_id,
                      dimension, vectors[i].tobytes())  # type: ignore[index]
-                    for i, (mid, digest, ordinal, chunk) in enumerate(work.pieces)
-                    if mid in keep
+                    for i, (mid, digest, ordinal, chunk) in kept
                 ],
             )  # fmt: skip
+            if tokens is not None and kept:  # the rows just inserted are those after the last one before
+                inserted = {
+                    (mid, ordinal): chunk_id
+                    for chunk_id, mid, ordinal in conn.execute(
+                        "SELECT id, memory_id, ordinal FROM chunks WHERE id > ?", (last,)
+                    )
+                }
+                conn.executemany(
+                    "INSERT INTO chunk_tokens (chunk_id, tokens) VALUES (?, ?)",
+                    [(inserted[mid, ordinal], tokens[i]) for i, (mid, _, ordinal, _) in kept],
+                )
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('dense_generation', '1') ON CONFLICT(key) DO UPDATE "
                 "SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
@@ -285,19 +366,36 @@ class DenseIndex:
         options = {} if self._hnsw_threshold is None else {"hnsw_threshold": self._hnsw_threshold}
         hnsw_path = cache / f"{stem}.hnsw" if cache is not None else None
         self._searcher = vector_search.open_searcher(matrix, hnsw_path=hnsw_path, **options)
+        self._memory_rows = None
         self._generation = generation
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
+        """The query's vector; with ``tokens`` on, its word-piece vectors too, from the same pass (``query_tokens``)."""
+        if self.tokens:
+            vectors, pieces = self._token_embedder().embed_with_tokens([query])
+            ids, rows = pieces[0]
+            kept = self.token_filter.kept(ids)
+            vector: NDArray[np.float32] = vectors[0]
+            self._query_tokens = (query, vector, rows[kept] if kept.any() else rows)
+            return vector
         from memrouter.embed import embed
 
         return embed(self.embedder, query)
 
     def search(
-        self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50, *, passing: Allowed | None = None
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        filters: Filters,
+        limit: int = 50,
+        *,
+        passing: Allowed | None = None,
+        folders: FolderContext | None = None,
     ) -> list[Ranked]:
         """The ``limit`` memories whose best chunk is most similar to ``query``.
 
-        ``passing`` (``LexicalIndex.allowed``) gives the ids passing the filters, from its cache.
+        ``passing`` (``LexicalIndex.allowed``) gives the ids passing the filters, from its cache;
+        ``folders`` (``LexicalIndex.folders``) what folder overviews lend.
         """
         import numpy as np
 
@@ -324,38 +422,29 @@ class DenseIndex:
             memory_id = int(self._chunk_memory[row])
             if memory_id >= 0 and memory_id not in best:
                 best[memory_id] = (score, int(self._chunk_ids[row]))
+        if folders:  # folders are context (memrouter.index.folders): siblings borrow their overview's
+            lent = folders.lend_similarity(
+                {m: score for m, (score, _) in best.items()}, lambda m: self._similarity(vector, m)
+            )
+            best = {m: (lent[m], chunk) for m, (_, chunk) in best.items()}
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
         details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
         return [Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked]
 
+    def _similarity(self, vector: NDArray[np.float32], memory_id: int) -> float:
+        """The similarity of ``memory_id``'s best chunk to the query ``vector`` (exact; -1 without chunks)."""
+        import numpy as np
+
+        rows = np.flatnonzero(self._chunk_memory == memory_id)
+        return float((self._matrix[rows] @ vector).max()) if rows.size else -1.0
+
     def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
-        """Recall@k of the HNSW graph against exact search over this index's vectors.
-
-        The graph is built for the measurement even below the size threshold
-        at which search would switch to it.
-        """
-        import time
-
+        """Recall@k of the HNSW graph against exact search over this index's vectors
+        (``vectors.measure_graph_recall``)."""
         from memrouter.index import vectors as vector_search
 
         self._load(conn)
-        exact = vector_search.ExactSearch(self._matrix)
-        if exact.size == 0:
-            return {"chunks": 0, "k": k, "samples": 0, "recall": None, "note": "no vectors: run memrouter index"}
-        started = time.perf_counter()
-        graph = vector_search.HnswSearch.build(exact.vectors)
-        built = time.perf_counter() - started
-        recall = vector_search.recall_at_k(graph, exact, k=min(k, exact.size), samples=samples)
-        return {
-            "chunks": exact.size,
-            "k": k,
-            "samples": min(samples, exact.size),
-            "recall": round(recall, 4),
-            "hnsw_build_s": round(built, 3),
-            "search_path": "hnsw"
-            if exact.size >= (self._hnsw_threshold or vector_search.DEFAULT_HNSW_THRESHOLD)
-            else "exact",
-        }
+        return vector_search.measure_graph_recall(self._matrix, k=k, samples=samples, threshold=self._hnsw_threshold)
 
     @staticmethod
     def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, tuple[str, int]]:

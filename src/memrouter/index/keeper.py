@@ -18,6 +18,7 @@ from memrouter.errors import IndexBusy, IndexCorrupt, StorageError
 from memrouter.index import db, queries
 from memrouter.index.access import AccessLog
 from memrouter.index.connection import DEFAULT_WRITE_WAIT
+from memrouter.index.folders import FOLDER_SHARE
 from memrouter.index.lexical import LexicalIndex
 from memrouter.index.refresh import (
     Progress,
@@ -68,14 +69,18 @@ class IndexKeeper:
         write_wait: float = DEFAULT_WRITE_WAIT,
         refresh_interval: float = 1.0,
         watch: bool = True,
+        folder_share: float = FOLDER_SHARE,
+        tokens: bool = False,
     ) -> None:
         self.store = store
+        self.folder_share = folder_share
+        self.tokens = tokens  # keep token vectors for the reranker ([search] rerank)
         self.index_path = index_path
         self.embedder_name = embedder
         self.refresh_interval = refresh_interval
         self._lock = lock
         self.file = db.IndexFile(index_path, write_wait=write_wait)
-        self.lexical = LexicalIndex()
+        self.lexical = LexicalIndex(folder_share=self.folder_share)
         # How often each memory was returned, written in batches (memrouter.index.access).
         self.access = AccessLog()
         self.last_report: RefreshReport | None = None
@@ -106,7 +111,7 @@ class IndexKeeper:
 
                 # An index in memory has its own generations: it must not share the file caches.
                 cache = None if self.file.in_memory else self.index_path.parent
-                self._dense = DenseIndex(cache, self.embedder_name)
+                self._dense = DenseIndex(cache, self.embedder_name, tokens=self.tokens)
             return self._dense
 
     @property
@@ -185,7 +190,7 @@ class IndexKeeper:
     def _recover(self, exc: BaseException) -> None:
         """Damage found during use: repair the file (or fall back to memory) and forget every cache."""
         self.file.recover(exc)
-        self.lexical = LexicalIndex()
+        self.lexical = LexicalIndex(folder_share=self.folder_share)
         self._dense = None
         self._dense_checked = None
         self._graph = None
@@ -196,7 +201,7 @@ class IndexKeeper:
 
         with db.transaction(self.conn):
             rebuild_postings(self.conn)
-        self.lexical = LexicalIndex()
+        self.lexical = LexicalIndex(folder_share=self.folder_share)
 
     # -- freshness -------------------------------------------------------------
     def refresh(

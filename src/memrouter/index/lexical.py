@@ -25,6 +25,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from operator import itemgetter
 
+from memrouter.index.folders import FOLDER_SHARE, FolderContext
 from memrouter.index.fusion import Ranked
 from memrouter.index.lexical_large import LARGE_CORPUS
 from memrouter.index.postings import decode
@@ -132,11 +133,14 @@ class LexicalIndex:
     query.
     """
 
-    def __init__(self, *, large_from: int = LARGE_CORPUS) -> None:
-        """``large_from``: the memory count from which scoring runs on numpy arrays (``lexical_large``)."""
+    def __init__(self, *, large_from: int = LARGE_CORPUS, folder_share: float = FOLDER_SHARE) -> None:
+        """``large_from``: the memory count from which scoring runs on numpy arrays (``lexical_large``);
+        ``folder_share``: what a folder's overview lends its memories (``folders``; 0: nothing)."""
         self.large_from = large_from
+        self.folder_share = folder_share
         self._generation: str | None = None
         self._contributions: dict[str, dict[int, float]] = {}
+        self._df: dict[str, int] = {}  # per term seen: how many memories hold it (lending aside)
         self._norms: dict[int, float] = {}
         # (filters apart from the time) -> (ids passing, time bounds of the ids that have any)
         self._filtered: dict[
@@ -144,6 +148,7 @@ class LexicalIndex:
         ] = {}
         self._count = 0
         self._large: LargeScorer | None = None  # numpy scoring from LARGE_CORPUS memories on
+        self._folders = FolderContext(())  # what each folder's overview lends its memories (``folders``)
 
     def _sync(self, conn: sqlite3.Connection) -> None:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -151,12 +156,14 @@ class LexicalIndex:
         if generation == self._generation:
             return
         self._contributions.clear()
+        self._df.clear()
         self._filtered.clear()
-        lengths = conn.execute("SELECT id, length FROM memories").fetchall()
+        lengths = conn.execute("SELECT id, length, name FROM memories").fetchall()
         self._count = len(lengths)
-        average = (sum(length for _, length in lengths) / self._count) if self._count else 1.0
+        average = (sum(row[1] for row in lengths) / self._count) if self._count else 1.0
         average = average or 1.0
-        self._norms = {mid: K1 * (1 - B + B * length / average) for mid, length in lengths}
+        self._norms = {mid: K1 * (1 - B + B * length / average) for mid, length, _ in lengths}
+        self._folders = FolderContext(((mid, name) for mid, _, name in lengths if "/" in name), self.folder_share)
         self._large = None
         if self._count >= self.large_from:
             from memrouter.index.lexical_large import LargeScorer
@@ -166,7 +173,7 @@ class LexicalIndex:
 
     def _load(self, conn: sqlite3.Connection, terms: list[str]) -> None:
         large = self._large
-        known = large.terms if large is not None else self._contributions
+        known = self._df
         missing = list(dict.fromkeys(term for term in terms if term not in known))
         if not missing:
             return
@@ -174,22 +181,29 @@ class LexicalIndex:
         found = dict(conn.execute(f"SELECT term, postings FROM terms WHERE term IN ({marks})", missing))
         if large is not None:
             for term in missing:
-                large.load(term, found.get(term))
+                self._df[term] = large.load(term, found.get(term), self._folders)
             return
         norms, total = self._norms, self._count
         for term in missing:
             blob = found.get(term)
             if blob is None:
                 self._contributions[term] = {}
+                self._df[term] = 0
                 continue
             ids, tfs = decode(blob, term)
-            df = len(ids)
+            df = self._df[term] = len(ids)
             lift = math.log(1.0 + (total - df + 0.5) / (df + 0.5)) * (K1 + 1.0)
-            self._contributions[term] = {
+            contributions = {
                 memory_id: lift * tf / (tf + norms[memory_id])
                 for memory_id, tf in zip(ids, tfs, strict=False)
                 if memory_id in norms
             }
+            self._contributions[term] = self._folders.lend(contributions) if self._folders else contributions
+
+    def folders(self, conn: sqlite3.Connection) -> FolderContext:
+        """What each folder's overview lends its memories, for the current index generation (``folders``)."""
+        self._sync(conn)
+        return self._folders
 
     def allowed(self, conn: sqlite3.Connection, filters: Filters) -> tuple[set[int], set[int]]:
         """The ids passing ``filters`` apart from time, and those out of effect at ``filters.now``.
@@ -268,12 +282,12 @@ class LexicalIndex:
         self._load(conn, terms)
         total = held = 0.0
         for term in terms:
+            # "holds" counts what its folder's overview lends (``folders``); the idf does not
             if self._large is not None:
-                ids = self._large.terms[term][0]
-                df, has = len(ids), bool((ids == memory_id).any())
+                has = bool((self._large.terms[term][0] == memory_id).any())
             else:
-                found = self._contributions[term]
-                df, has = len(found), memory_id in found
+                has = memory_id in self._contributions[term]
+            df = self._df[term]
             idf = math.log(1.0 + (self._count - df + 0.5) / (df + 0.5))
             total += idf
             held += idf if has else 0.0

@@ -23,6 +23,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (lexical 
 if TYPE_CHECKING:
     from typing import Any
 
+    from memrouter.index.folders import FolderContext
+
 __all__ = ["LARGE_CORPUS", "LargeScorer"]
 
 LARGE_CORPUS = 20_000
@@ -44,12 +46,13 @@ class LargeScorer:
         self.terms: dict[str, tuple[Any, Any]] = {}
         self._masks: dict[int, tuple[object, Any]] = {}
 
-    def load(self, term: str, blob: bytes | None) -> None:
-        """Compute ``term``'s contributions from its postings blob (``None``: the term is in no memory)."""
+    def load(self, term: str, blob: bytes | None, folders: FolderContext | None = None) -> int:
+        """Compute ``term``'s contributions from its postings blob (``None``: the term is in no memory),
+        with what ``folders`` lends; returns how many memories hold the term."""
         np = self._np
         if blob is None:
             self.terms[term] = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32))
-            return
+            return 0
         data = checked(blob, term)
         half = len(data) // 2
         ids = np.frombuffer(data, dtype="<i4", count=half // 4).astype(np.int64)
@@ -60,7 +63,9 @@ class LargeScorer:
         ids, tfs = ids[inside], tfs[inside]
         df = len(ids)
         lift = math.log(1.0 + (self.count - df + 0.5) / (df + 0.5)) * (self.k1 + 1.0)
-        self.terms[term] = (ids, (lift * tfs / (tfs + self.norm[ids])).astype(np.float32))
+        contributions = (lift * tfs / (tfs + self.norm[ids])).astype(np.float32)
+        self.terms[term] = folders.lend_arrays(ids, contributions) if folders else (ids, contributions)
+        return df
 
     def top(
         self, terms: list[str], limit: int, allowed: set[int] | None, excluded: set[int]

@@ -226,6 +226,15 @@ MIGRATIONS.append(Migration("0400_access_counts", _ACCESS))
 # The write guard looks up memories by title (case aside) on every write: an index, not a table scan.
 MIGRATIONS.append(Migration("0401_title_index", "CREATE INDEX memories_title ON memories(title COLLATE NOCASE);"))
 
+# Word-piece vectors of a chunk for the reranker (memrouter.index.rerank), written only while it is on.
+_CHUNK_TOKENS = """
+CREATE TABLE chunk_tokens (
+    chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+    tokens BLOB NOT NULL
+);
+"""
+MIGRATIONS.append(Migration("0402_chunk_tokens", _CHUNK_TOKENS))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
     "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_rows",

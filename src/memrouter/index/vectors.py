@@ -41,6 +41,7 @@ __all__ = [
     "ExactSearch",
     "HnswSearch",
     "open_searcher",
+    "measure_graph_recall",
     "recall_at_k",
     "save_matrix",
     "load_matrix",
@@ -366,6 +367,29 @@ def recall_at_k(
         found, _ = approximate.top_k(query, k)
         hits += len(set(found.tolist()) & set(expected.tolist()))
     return hits / float(truth.size) if truth.size else 1.0
+
+
+def measure_graph_recall(matrix: Any, *, k: int, samples: int, threshold: int | None) -> dict[str, Any]:
+    """Recall@k of an HNSW graph built over ``matrix`` against exact search (``memrouter index
+    --measure-recall``). The graph is built for the measurement even below the size threshold
+    (``threshold``, or the default) at which search would switch to it."""
+    import time
+
+    exact = ExactSearch(matrix)
+    if exact.size == 0:
+        return {"chunks": 0, "k": k, "samples": 0, "recall": None, "note": "no vectors: run memrouter index"}
+    started = time.perf_counter()
+    graph = HnswSearch.build(exact.vectors)
+    built = time.perf_counter() - started
+    recall = recall_at_k(graph, exact, k=min(k, exact.size), samples=samples)
+    return {
+        "chunks": exact.size,
+        "k": k,
+        "samples": min(samples, exact.size),
+        "recall": round(recall, 4),
+        "hnsw_build_s": round(built, 3),
+        "search_path": "hnsw" if exact.size >= (threshold or DEFAULT_HNSW_THRESHOLD) else "exact",
+    }
 
 
 def save_matrix(path: Path, vectors: Any) -> None:
