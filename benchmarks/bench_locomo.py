@@ -190,14 +190,14 @@ def main() -> None:
     print(
         f"LoCoMo-10: {len(data)} conversations; questions skipped (no evidence turn): {report['skipped_questions']['count']}"
     )
-    print(f"{'mode/time words':<17}{'category':<13}" + "".join(f"{k:>13}" for k in keys) + f"{'n':>6}")
+    print(f"{'mode/time words':<22}{'category':<13}" + "".join(f"{k:>13}" for k in keys) + f"{'n':>6}")
     for key in (f"{mode}/{setting}" for mode in modes for setting in settings):
         for category, row in report[key].items():
             if category == "latency_ms":
                 continue
-            print(f"{key:<17}{category:<13}" + "".join(f"{row[k]:>13.3f}" for k in keys) + f"{row['n']:>6}")
+            print(f"{key:<22}{category:<13}" + "".join(f"{row[k]:>13.3f}" for k in keys) + f"{row['n']:>6}")
         lat = report[key]["latency_ms"]
-        print(f"{key:<17}latency ms   p50 {lat['p50']}  p95 {lat['p95']}")
+        print(f"{key:<22}latency ms   p50 {lat['p50']}  p95 {lat['p95']}")
     print("targets: turn_r@5 >= 0.62 (plain BM25 0.490), session_r@5 >= 0.93 (BM25 0.876)")
 
 
