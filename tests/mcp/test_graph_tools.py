@@ -90,3 +90,15 @@ async def test_a_memory_named_graph_slash_is_read_at_its_own_uri(
         assert {(r["source"], r["type"]) for r in data["relations"]} == {("charts", "links_to")}
     # Every memory's URI is the text template filled with its name, so no memory is hidden.
     assert templates == {"memory://{+name}", "graph://{+name}"}
+
+
+async def test_a_memory_named_like_a_fixed_resource_is_read_with_its_file_suffix(tmp_path: Path, connect: Any) -> None:
+    root = tmp_path / "memories"
+    for name in ("recent", "conventions", "decisions", "context"):
+        write(root, name, f"# The {name} memory\n\nIts own text.\n")
+    async with connect(root, tmp_path / "index") as client:
+        for name in ("recent", "conventions", "decisions", "context"):
+            fixed = (await client.read_resource(f"memory://{name}")).contents[0].text
+            assert fixed != f"# The {name} memory\n\nIts own text.\n"  # the fixed resource answers the bare name
+            own = (await client.read_resource(f"memory://{name}.md")).contents[0]
+            assert own.mime_type == "text/markdown" and own.text == f"# The {name} memory\n\nIts own text.\n"

@@ -7,6 +7,7 @@ are: each runs once on ``team.sqlite`` and once on PostgreSQL (``conftest.STORES
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -210,3 +211,15 @@ def test_a_database_made_before_the_team_tables_is_migrated_on_open(tmp_path: Pa
     with psycopg.connect(database_url) as conn:
         applied = [row[0] for row in conn.execute("SELECT name FROM memrouter_migrations ORDER BY name")]
     assert applied == [name for name, _ in MIGRATIONS] and "0003_team_channel" in applied
+
+
+def test_the_janitor_goes_on_when_the_team_database_is_down(memories: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "MEMROUTER_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port()}/x",
+           "MEMROUTER_PROJECT": "p"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
+                           "janitor", "--format", "json"], capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["memories"] > 0  # the rest of the run went on
+    assert "team channel is in PostgreSQL" in report["team"]["unavailable"]
+    assert any(notice.startswith("idle team workflows not checked") for notice in report["notices"])

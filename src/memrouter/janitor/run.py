@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import replace
 
-from memrouter.errors import Conflict, NotFound
+from memrouter.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.janitor.analyse import analyse
 from memrouter.janitor.records import Entry, JanitorReport, Proposal
 from memrouter.query import iso_time
@@ -31,10 +31,12 @@ from memrouter.query import iso_time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Sequence
     from typing import Any
 
     from memrouter.index.access import Access
     from memrouter.router import Router
+    from memrouter.team.records import IdleWorkflow
 
 __all__ = ["RETIRED_STATUSES", "run_janitor"]
 
@@ -69,7 +71,8 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
         if s.overdue(now)
     ]
     notices += _scratch(router, apply)
-    team = _team(router, apply, router.config.janitor.workflow_idle_days)
+    team, unreachable = _team(router, apply, router.config.janitor.workflow_idle_days)
+    notices += unreachable
     if apply:
         proposals, skipped = _apply(router, proposals, {entry.name: entry.hash for entry in entries})
         notices += skipped
@@ -150,16 +153,20 @@ def _scratch(router: Router, apply: bool) -> list[str]:
     return [f"{expired} short-term scratchpad notes are past their TTL (--apply collects them)"]
 
 
-def _team(router: Router, apply: bool, idle_days: float) -> dict[str, Any]:
+def _team(router: Router, apply: bool, idle_days: float) -> tuple[dict[str, Any], list[str]]:
     """Active team workflows idle for ``idle_days`` (completed with ``apply``, which clears their records
-    and keeps their log); empty when the project has no team channel."""
+    and keeps their log), and a notice when the team channel cannot be reached (the rest of the run goes
+    on); empty when the project has no team channel."""
     from memrouter.team.team import in_use
 
     if not in_use(router.config):
-        return {}
-    team = router.team()
-    idle = team.idle_workflows(idle_days * DAY)
-    completed = []
+        return {}, []
+    try:
+        team = router.team()
+        idle = team.idle_workflows(idle_days * DAY)
+    except BackendUnavailable as exc:
+        return {"workflow_idle_days": idle_days, "unavailable": str(exc)}, [f"idle team workflows not checked: {exc}"]
+    completed: list[str] = []
     if apply:
         for workflow in idle:
             summary = f"completed by the janitor: no activity since {iso_time(workflow.last_activity)}"
@@ -167,7 +174,13 @@ def _team(router: Router, apply: bool, idle_days: float) -> dict[str, Any]:
                 team.workflow_complete(workflow.id, summary, agent_id="janitor")
             except Conflict:  # completed by its agents since it was found idle
                 continue
+            except BackendUnavailable as exc:  # went down midway: what was completed stays completed
+                return _idle(idle_days, idle, completed), [f"idle team workflows not all completed: {exc}"]
             completed.append(workflow.id)
+    return _idle(idle_days, idle, completed), []
+
+
+def _idle(idle_days: float, idle: Sequence[IdleWorkflow], completed: list[str]) -> dict[str, Any]:
     return {
         "workflow_idle_days": idle_days,
         "idle_workflows": [workflow.to_dict() | {"completed": workflow.id in completed} for workflow in idle],
