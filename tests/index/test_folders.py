@@ -137,3 +137,25 @@ def test_coverage_counts_borrowed_terms_but_not_in_the_idf(router: Router) -> No
     assert lexical.coverage(conn, "karaoke worker", ids["lanternfish/suggested_commands"]) == pytest.approx(1.0)
     assert lexical.coverage(conn, "karaoke worker", ids["bramble/suggested_commands"]) < 1.0
     assert lexical._df[KARAOKE] == 2  # the overview and the README, not the three borrowers
+
+
+def test_dense_search_lends_through_the_real_model(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from memrouter.config import Config
+
+    root = tmp_path / "memories"
+    for folder, domain in PROJECTS.items():
+        _project(root, folder, domain)
+    config = Config.load(root=root, index_dir=tmp_path / "index")
+    ranks = {}
+    for share in (0.0, 0.9):
+        shared = replace(config, search=replace(config.search, folder_context=share))
+        with Router(shared, watch=False) as router:
+            router.refresh(embed=True)
+            names = [hit.name for hit in router.search("karaoke: start the worker", mode="semantic", limit=15)]
+            ranks[share] = [name for name in names if name.endswith("suggested_commands")]
+    # the three command lists say the same words; the karaoke overview lends only to its own folder
+    assert ranks[0.9][0] == "lanternfish/suggested_commands", ranks
+    assert ranks[0.0][0] != "lanternfish/suggested_commands", ranks  # without lending the words decide
+    assert len(ranks[0.0]) == len(ranks[0.9]) == 3

@@ -127,9 +127,11 @@ class DenseIndex:
 
     def query_tokens(self, query: str) -> NDArray[np.float32]:
         """The query's kept word-piece vectors (from the pass that embedded it for search, when it did)."""
+        if not self.tokens:
+            raise ConfigError("token vectors are off: turn [search] rerank on to rerank")
         if self._query_tokens is None or self._query_tokens[0] != query:
             self.embed_query(query)
-        assert self._query_tokens is not None
+        assert self._query_tokens is not None  # embed_query keeps them while tokens are on
         return self._query_tokens[2]
 
     def best_chunks(
@@ -143,15 +145,8 @@ class DenseIndex:
             return {}
         known = self._query_tokens
         vector = known[1] if known is not None and known[0] == query else self.embed_query(query)
-        if self._memory_rows is None:
-            order = np.argsort(self._chunk_memory, kind="stable")
-            self._memory_rows = (order, self._chunk_memory[order])
-        order, owners = self._memory_rows
-        wanted = np.asarray(memory_ids, dtype=np.int64)
-        begins, ends = np.searchsorted(owners, wanted, "left"), np.searchsorted(owners, wanted, "right")
         result: dict[int, list[int]] = {}
-        for memory_id, begin, end in zip(memory_ids, begins.tolist(), ends.tolist(), strict=True):
-            rows = order[begin:end]
+        for memory_id, rows in zip(memory_ids, self._rows_of(memory_ids), strict=True):
             if len(rows) > per_memory:
                 rows = rows[np.argsort(-(self._matrix[rows] @ vector), kind="stable")[:per_memory]]
             if len(rows):
@@ -433,10 +428,20 @@ class DenseIndex:
 
     def _similarity(self, vector: NDArray[np.float32], memory_id: int) -> float:
         """The similarity of ``memory_id``'s best chunk to the query ``vector`` (exact; -1 without chunks)."""
+        (rows,) = self._rows_of([memory_id])
+        return float((self._matrix[rows] @ vector).max()) if len(rows) else -1.0
+
+    def _rows_of(self, memory_ids: list[int]) -> list[NDArray[np.int64]]:
+        """Each memory's rows in the loaded matrix (from an index by memory, made once per generation)."""
         import numpy as np
 
-        rows = np.flatnonzero(self._chunk_memory == memory_id)
-        return float((self._matrix[rows] @ vector).max()) if rows.size else -1.0
+        if self._memory_rows is None:
+            order = np.argsort(self._chunk_memory, kind="stable")
+            self._memory_rows = (order, self._chunk_memory[order])
+        order, owners = self._memory_rows
+        wanted = np.asarray(memory_ids, dtype=np.int64)
+        begins, ends = np.searchsorted(owners, wanted, "left"), np.searchsorted(owners, wanted, "right")
+        return [order[begin:end] for begin, end in zip(begins.tolist(), ends.tolist(), strict=True)]
 
     def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """Recall@k of the HNSW graph against exact search over this index's vectors
