@@ -69,17 +69,14 @@ class ProjectsServer:
             raise
 
     def stop(self) -> str:
-        """Stop the server; what it wrote to stderr."""
+        """Stop the server; what it wrote to stderr (read while it stops: a full pipe would hold it up)."""
         self.process.terminate()
         try:
-            self.process.wait(timeout=15)
+            _, stderr = self.process.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
-        stderr = self.process.stderr.read().decode() if self.process.stderr else ""
-        if self.process.stderr:
-            self.process.stderr.close()
-        return stderr
+            _, stderr = self.process.communicate()
+        return stderr.decode() if stderr else ""
 
 
 @asynccontextmanager

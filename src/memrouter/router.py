@@ -129,7 +129,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._index.start_background_embedding()
 
     def close(self) -> None:
-        self._index.stop_background_embedding()  # before the lock: the thread may be waiting for it
+        self._index.stop_background_embedding(for_good=True)  # before the lock: the thread may wait for it
         with self._lock:
             if self._scratch is not None:
                 self._scratch.close()

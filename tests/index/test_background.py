@@ -124,3 +124,35 @@ def test_an_unknown_model_is_refused_and_search_stays_lexical(tmp_path: Path) ->
             router.embed_in_background()
         assert router.search("retry", mode="lexical")
         assert not any(thread.name == "memrouter-embed" for thread in threading.enumerate())
+
+
+def test_a_close_while_the_model_loads_starts_no_thread_and_waits_for_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server stopped while a project's model still loads used to start the thread after close had
+    looked, then join it holding the lock the thread waited for (a stop took the whole join timeout)."""
+    import memrouter.embed
+
+    real = memrouter.embed.get_embedder
+    loading = threading.Event()
+
+    def slow_model(name: str, **options: Any) -> Any:
+        loading.set()
+        time.sleep(1.0)
+        return real(name, **options)
+
+    router = Router.open(root=project(tmp_path), watch=False)
+    router.status()
+    monkeypatch.setattr(memrouter.embed, "get_embedder", slow_model)
+    router._index.dense._embedder = None  # loaded again, slowly, by the thread below
+    # close lets go of the search before the index: a pause there gives a started thread time to run
+    monkeypatch.setattr(router._searcher, "close", lambda: time.sleep(0.5))
+    warm = threading.Thread(target=router.embed_in_background)
+    warm.start()
+    assert loading.wait(10)
+    started = time.monotonic()
+    router.close()
+    warm.join(10)
+    assert time.monotonic() - started < 10  # the old join waited 30 s
+    assert not warm.is_alive()
+    assert [t for t in threading.enumerate() if t.name == "memrouter-embed" and t.is_alive()] == []

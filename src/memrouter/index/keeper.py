@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from _thread import allocate_lock  # threading's own lock, without importing threading on a cold search
 from pathlib import Path
 
 from memrouter.errors import IndexBusy, IndexCorrupt, StorageError
@@ -95,6 +96,9 @@ class IndexKeeper:
         self._graph: GraphIndex | None = None
         self._background: BackgroundEmbedder | None = None
         self._closed = False
+        # Guards starting and stopping the background thread; ``_closing``: a close began (none may start).
+        self._background_lock = allocate_lock()
+        self._closing = False
         self._watch = watch
         self._watcher: ChangeWatcher | None = None
 
@@ -134,17 +138,23 @@ class IndexKeeper:
             # The model loads here, in the caller's thread (NotInstalled is the caller's to see), so the
             # runtime's own worker threads keep their priority; only the embedding thread runs low.
             self.dense.embedder  # noqa: B018
-            self._background = BackgroundEmbedder(self.dense, self.indexed, lambda: self.conn)
-        self._background.start()
+            with self._background_lock:  # a close that began meanwhile wins: no thread it cannot stop
+                if self._closing:
+                    return
+                self._background = BackgroundEmbedder(self.dense, self.indexed, lambda: self.conn)
+                self._background.start()
 
-    def stop_background_embedding(self) -> None:
-        """End the background thread, if any (call without holding the router's lock: the thread may wait for it)."""
-        background = self._background
+    def stop_background_embedding(self, *, for_good: bool = False) -> None:
+        """End the background thread, if any; ``for_good`` (closing): and start none again. Call it
+        without holding the router's lock first: the thread may be waiting for that lock."""
+        with self._background_lock:
+            self._closing = self._closing or for_good
+            background = self._background
         if background is not None:
             background.stop()
 
     def close(self) -> None:
-        self.stop_background_embedding()
+        self.stop_background_embedding(for_good=True)
         with self._lock:
             self._closed = True
             if self._watcher is not None:
