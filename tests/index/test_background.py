@@ -150,9 +150,8 @@ def test_a_close_while_the_model_loads_starts_no_thread_and_waits_for_none(
     warm = threading.Thread(target=router.embed_in_background)
     warm.start()
     assert loading.wait(10)
-    started = time.monotonic()
     router.close()
     warm.join(10)
-    assert time.monotonic() - started < 10  # the old join waited 30 s
+    assert router._index._background is None  # the close began first: no thread was started to be joined
     assert not warm.is_alive()
     assert [t for t in threading.enumerate() if t.name == "memrouter-embed" and t.is_alive()] == []

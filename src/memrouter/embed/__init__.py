@@ -34,7 +34,7 @@ the registry the backends use (``memrouter.registry``): an unknown name is a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memrouter.errors import InvalidInput
@@ -48,6 +48,7 @@ __all__ = [
     "Embedder",
     "embed",
     "embed_many",
+    "batches_by_length",
     "get_embedder",
     "available_embedders",
     "DEFAULT_EMBEDDER",
@@ -106,19 +107,26 @@ def embed_many(
     """
     import numpy as np
 
+    out = np.empty((len(texts), embedder.dimension), dtype=np.float32)
+    for rows in batches_by_length(texts, batch_size, progress):
+        out[np.asarray(rows)] = embedder.embed_batch([texts[i] for i in rows])
+    return out
+
+
+def batches_by_length(
+    texts: Sequence[str], batch_size: int, progress: ProgressCallback | None = None
+) -> Iterator[list[int]]:
+    """The indexes of ``texts`` in batches of ``batch_size``, longest texts first (``embed_many``'s
+    order), calling ``progress(done, total)`` after each batch is consumed."""
     if batch_size < 1:
         raise InvalidInput(f"batch_size must be >= 1, got {batch_size}")
     total = len(texts)
-    out = np.empty((total, embedder.dimension), dtype=np.float32)
     order = sorted(range(total), key=lambda i: -len(texts[i]))
-    done = 0
     for begin in range(0, total, batch_size):
         rows = order[begin : begin + batch_size]
-        out[np.asarray(rows)] = embedder.embed_batch([texts[i] for i in rows])
-        done += len(rows)
+        yield rows
         if progress is not None:
-            progress(done, total)
-    return out
+            progress(begin + len(rows), total)
 
 
 EMBEDDERS = Registry(

@@ -248,16 +248,16 @@ class DenseIndex:
             return Embedded(embed_many(self.embedder, texts, batch_size=32, progress=progress))
         import numpy as np
 
+        from memrouter.embed import batches_by_length
         from memrouter.index.rerank import pack
 
         vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
-        packed: list[bytes] = []
-        for start in range(0, len(texts), 32):
-            batch, pieces = self._token_embedder().embed_with_tokens(texts[start : start + 32])
-            vectors[start : start + len(batch)] = batch
-            packed.extend(pack(rows[self.token_filter.kept(ids)]) for ids, rows in pieces)
-            if progress is not None:
-                progress(min(start + 32, len(texts)), len(texts))
+        packed = [b""] * len(texts)
+        for batch in batches_by_length(texts, 32, progress):
+            found, pieces = self._token_embedder().embed_with_tokens([texts[i] for i in batch])
+            vectors[np.asarray(batch)] = found
+            for i, (ids, rows) in zip(batch, pieces, strict=True):
+                packed[i] = pack(rows[self.token_filter.kept(ids)])
         return Embedded(vectors, packed)
 
     def store(self, conn: sqlite3.Connection, work: PendingWork, embedded: Embedded | None) -> int:

@@ -105,8 +105,6 @@ class FolderContext:
         if not found.any():
             return ids, values
         present = list(zip(ids[found].tolist(), values[found].tolist(), strict=True))
-        if not present:
-            return ids, values
         members = np.fromiter((m for owner, _ in present for m in self.members[owner]), dtype=np.int64)
         borrowed = np.fromiter(
             (value * self.share for owner, value in present for _ in self.members[owner]), dtype=np.float32

@@ -84,13 +84,19 @@ def unpack(blob: bytes, dimension: int) -> NDArray[np.float32]:
     """``pack``'s rows back as float32 (tokens, dimension)."""
     import numpy as np
 
+    quantized, scale = _parts(blob, dimension)
+    count = len(scale) // 4
+    rows = np.frombuffer(quantized, dtype=np.int8).reshape(count, dimension).astype(np.float32)
+    result: NDArray[np.float32] = rows * np.frombuffer(scale, dtype="<f4")[:, None]
+    return result
+
+
+def _parts(blob: bytes, dimension: int) -> tuple[bytes, bytes]:
+    """A packed blob's int8 rows and its scales, as bytes (``ValueError`` for a blob of another shape)."""
     count = len(blob) // (dimension + 4)
     if count * (dimension + 4) != len(blob):
         raise ValueError(f"a token blob of {len(blob)} bytes does not hold {dimension}-d rows")
-    quantized = np.frombuffer(blob, dtype=np.int8, count=count * dimension).reshape(count, dimension)
-    scale = np.frombuffer(blob, dtype="<f4", offset=count * dimension, count=count)
-    result: NDArray[np.float32] = quantized.astype(np.float32) * scale[:, None]
-    return result
+    return blob[: count * dimension], blob[count * dimension :]
 
 
 def late_interaction(
@@ -122,12 +128,12 @@ def late_interaction(
     if not rows:
         return {}
     # One int8 matrix of every chunk's pieces: its similarity to the query is scaled per piece afterwards.
-    counts = [len(blob) // (dimension + 4) for _, blob in rows]
-    pieces = np.frombuffer(b"".join(blob[: n * dimension] for (_, blob), n in zip(rows, counts, strict=True)), np.int8)
-    scales = np.frombuffer(b"".join(blob[n * dimension :] for (_, blob), n in zip(rows, counts, strict=True)), "<f4")
+    parts = [_parts(blob, dimension) for _, blob in rows]
+    pieces = np.frombuffer(b"".join(quantized for quantized, _ in parts), np.int8)
+    scales = np.frombuffer(b"".join(scale for _, scale in parts), "<f4")
     similarity = query @ pieces.reshape(-1, dimension).astype(np.float32).T
     similarity *= scales
-    starts = np.cumsum([0, *counts[:-1]])
+    starts = np.cumsum([0, *(len(scale) // 4 for _, scale in parts[:-1])])
     matches = np.maximum.reduceat(similarity, starts, axis=1)  # (query pieces, chunks): each piece's best
     lent: dict[int, NDArray[np.float32]] = {}  # overview id -> each query piece's best match in it, times share
     if folders:
