@@ -121,6 +121,22 @@ def test_folder_context_lends_a_folders_overview_to_its_memories(memories: Path,
         open_router(memories, tmp_path / "bad")
 
 
+def test_rerank_reads_the_candidates_again_and_keeps_token_vectors(memories: Path, tmp_path: Path) -> None:
+    for rerank in (True, False):
+        configured(memories, f"[search]\nrerank = {str(rerank).lower()}\n")
+        with open_router(memories, tmp_path / str(rerank)) as router:
+            router.refresh(embed=True)
+            assert router.status()["config"]["rerank"] is rerank
+            assert ("token_chunks" in router.status()["dense"]) is rerank
+            why = {match.retriever for hit in router.search("flaky tests in CI") for match in hit.why}
+            assert ("rerank" in why) is rerank
+    configured(memories, '[search]\nrerank = "yes"\n')
+    from memrouter.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rerank must be true or false"):
+        open_router(memories, tmp_path / "bad")
+
+
 def test_refresh_interval_decides_when_a_long_running_router_looks_again(memories: Path, tmp_path: Path) -> None:
     for interval, seen in ((3600, False), (0, True)):
         configured(memories, f"[search]\nrefresh_interval = {interval}\n")
