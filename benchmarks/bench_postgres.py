@@ -4,11 +4,12 @@ Starts a real PostgreSQL 18 with pgvector (``memrouter.testing.postgres_server``
 builds the local index of the corpus (embeddings included), copies it to the
 database, then prints for each store:
 - the first full copy to PostgreSQL and a copy with nothing changed;
-- recall@5 and MRR@10 per mode on benchmarks/golden/ai-agents-1026.json and on
-  examples/golden.json (the PostgreSQL path must stay within 0.02 of SQLite);
+- recall@5 and MRR@10 per mode on benchmarks/golden/ai-agents-1026.json,
+  examples/golden.json and benchmarks/golden/multi-project.json (folders are
+  context) (the PostgreSQL path must stay within 0.02 of SQLite);
 - warm search p50/p95 per mode over the fixed query list (SQLite is the baseline).
 
-Usage: python benchmarks/bench_postgres.py [--corpus DIR] [--embed minilm|hash] [--rounds N]
+Usage: python benchmarks/bench_postgres.py [--corpus DIR] [--embed minilm|hash] [--rounds N] [--sets a,b]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run 
 GOLDEN = {
     "ai-agents-1026": (HERE / "golden" / "ai-agents-1026.json", None),
     "examples": (HERE.parent / "examples" / "golden.json", HERE.parent / "examples" / "memories"),
+    "multi-project": (HERE / "golden" / "multi-project.json", HERE / "golden" / "multi-project" / "memories"),
 }
 MODES = ("lexical", "semantic", "hybrid")
 
@@ -35,7 +37,11 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument("--embed", default="minilm")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sets", default=",".join(GOLDEN), help="which evaluation sets, comma-separated")
     args = parser.parse_args()
+    chosen = args.sets.split(",")
+    if unknown := sorted(set(chosen) - set(GOLDEN)):
+        parser.error(f"unknown sets {unknown}: choose from {', '.join(GOLDEN)}")
     if not args.corpus.is_dir():
         print(f"corpus {args.corpus} not found; skipping")
         return
@@ -48,7 +54,8 @@ def main() -> None:
     try:
         with running_postgres() as server:
             print(f"PostgreSQL 18 + pgvector at {server.url} (pid {server.pid}); embedder {args.embed}")
-            for label, (golden, root) in GOLDEN.items():
+            for label in chosen:
+                golden, root = GOLDEN[label]
                 corpus = root or args.corpus
                 loaded = Config.load(root=corpus, index_dir=work / label)
                 keyed = dataclasses.replace(loaded.index, project=label)  # the corpora have no git remote to name them

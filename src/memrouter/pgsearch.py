@@ -134,17 +134,21 @@ class PgSearch(CanonicalSearch):
     def _from_database(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         store = self.store()
         within = None if filters.within is None else queries.names_of(self.conn, filters.within)
+        # Folders are context: the rows hold the same names as the local index, so they lend alike.
+        folders = self.index.lexical.folders(self.conn)
+        share = folders.share if folders else 0.0
         found: dict[str, builtins.list[tuple[str, float, str | None, int | None]]] = {}
         if mode in ("hybrid", "lexical"):
             found["lexical"] = [
-                (name, score, None, None) for name, score in store.lexical(query_terms(query), filters, pool, within)
+                (name, score, None, None)
+                for name, score in store.lexical(query_terms(query), filters, pool, within, share=share)
             ]
         if mode in ("hybrid", "semantic"):
             dense = self.index.dense
             vector = dense.embed_query(query).tolist()
             found["dense"] = [
                 (hit.name, hit.score, hit.detail, hit.offset)
-                for hit in store.dense(vector, dense.model_id, filters, pool, within)
+                for hit in store.dense(vector, dense.model_id, filters, pool, within, share=share)
             ]
         ids = queries.ids_of(self.conn, sorted({item[0] for items in found.values() for item in items}))
         return {

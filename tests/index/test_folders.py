@@ -21,7 +21,7 @@ PROJECTS = {
 }
 
 
-def _project(root: Path, folder: str, domain: str) -> None:
+def project_folder(root: Path, folder: str, domain: str) -> None:
     (root / folder).mkdir(parents=True)
     (root / folder / "project_overview.md").write_text(
         f"# Project overview\n\n{folder.title()} is {domain}.\n\nStack: Python, FastAPI, Celery, PostgreSQL.\n",
@@ -38,12 +38,10 @@ def _project(root: Path, folder: str, domain: str) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
-    base = tmp_path_factory.mktemp("folders")
-    root = base / "memories"
+def folder_memories(root: Path) -> Path:
+    """Three project folders, a folder without an overview, and top-level memories with a README."""
     for folder, domain in PROJECTS.items():
-        _project(root, folder, domain)
+        project_folder(root, folder, domain)
     (root / "team" / "notes").mkdir(parents=True)
     (root / "team" / "notes" / "worker_notes.md").write_text(
         "# Worker notes\n\nThe background worker restarts nightly.\n", encoding="utf-8"
@@ -52,6 +50,13 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
         "# Suggested commands\n\n- `make worker`: start the background worker\n", encoding="utf-8"
     )
     (root / "README.md").write_text("# Readme\n\nKaraoke notes for the whole team.\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
+    base = tmp_path_factory.mktemp("folders")
+    root = folder_memories(base / "memories")
     opened = Router.open(root=root, index_dir=base / "index", watch=False)
     opened.refresh(embed=False)
     return opened
@@ -146,7 +151,7 @@ def test_dense_search_lends_through_the_real_model(tmp_path: Path) -> None:
 
     root = tmp_path / "memories"
     for folder, domain in PROJECTS.items():
-        _project(root, folder, domain)
+        project_folder(root, folder, domain)
     config = Config.load(root=root, index_dir=tmp_path / "index")
     ranks = {}
     for share in (0.0, 0.9):

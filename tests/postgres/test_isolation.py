@@ -39,6 +39,7 @@ def project_files(number: int) -> dict[str, str]:
         f"see [[adr/decision]] and ADR-{100 + number}\n",
         f"only/p{number}": f"# Only in {number}\n\nflaky cache marker{number}\n",
         "adr/decision": f"---\ntags: [review]\n---\n# Decision {number}\n\nrollback incident database marker{number}\n",
+        "notes/overview": f"# Overview\n\nproject {number}: the deploy notes marker{number}\n",  # lends to notes/
     }
 
 
@@ -107,12 +108,14 @@ def test_every_store_operation_is_scoped(projects: list[Router], database_url: s
             everything = Filters()
             names = {summary.name for summary in store.summaries(everything)}
             assert names == set(project_files(number))
-            assert store.count() == 3
-            lexical = store.lexical(["marker" + str(other) for other in range(PROJECTS)], everything, 50)
-            assert {name for name, _ in lexical} == names  # only its own marker matches
+            assert store.count() == 4
+            markers = ["marker" + str(other) for other in range(PROJECTS)]
             vector = projects[number]._index.dense.embed_query("common deploy database").tolist()
-            dense = store.dense(vector, projects[number]._index.dense.model_id, everything, 50)
-            assert {hit.name for hit in dense} <= names and dense
+            for share in (0.0, 0.9):  # folders lend within the project only
+                lexical = store.lexical(markers, everything, 50, share=share)
+                assert {name for name, _ in lexical} == names  # only its own marker matches
+                dense = store.dense(vector, projects[number]._index.dense.model_id, everything, 50, share=share)
+                assert {hit.name for hit in dense} <= names and dense
             hashes = {s.hash for s in store.summaries(everything)}
             assert hashes == set(file_hashes(projects[number]).values())
         assert PgIndex(database, "no-such-project").summaries(Filters()) == []

@@ -85,6 +85,8 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
             )
             by_local = {local_ids[name]: ids[name] for name in changed}
             writer.chunks(_chunk_rows(conn, by_local))
+        if changed or removed or not writer.overviews_known():
+            writer.overviews()
         if changed or removed:
             writer.statistics(touched)
             writer.bump()

@@ -107,11 +107,23 @@ FROM (SELECT project, count(*) AS n, coalesce(nullif(avg(length), 0), 1.0) AS av
 WHERE s.project = p.project;
 """
 
+# Folders are context (``memrouter.index.folders``): each memory's folder overview, the row it borrows from,
+# kept by each push that adds or drops memories (``scope.Writer.overviews``); ``overviews_known`` is false
+# until a push has set them, and the cleared marks make the next search push, so a database migrated with
+# rows in it gets them at once.
+_FOLDER_OVERVIEWS = """
+ALTER TABLE memories ADD COLUMN overview_id bigint;
+CREATE INDEX memories_overview ON memories (overview_id) WHERE overview_id IS NOT NULL;
+ALTER TABLE projects ADD COLUMN overviews_known boolean NOT NULL DEFAULT false;
+UPDATE projects SET mark = '';
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
     ("0003_team_channel", TEAM_SQL),  # the team channel's tables and per-project views (``schema_team``)
     ("0004_lexical_statistics", _LEXICAL_STATISTICS),
+    ("0005_folder_overviews", _FOLDER_OVERVIEWS),
 ]
 
 

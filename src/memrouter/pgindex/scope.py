@@ -161,6 +161,38 @@ class Writer:
             {"project": self.project},
         )
 
+    def overviews_known(self) -> bool:
+        """Whether a push has set this project's folder overviews (``overviews``) since the column came."""
+        row = self.conn.execute("SELECT overviews_known FROM projects WHERE project = %s", (self.project,)).fetchone()
+        return bool(row and row[0])
+
+    def overviews(self) -> None:
+        """Point each memory at the folder overview it borrows from (``memrouter.index.folders``), or at none."""
+        from memrouter.index.folders import OVERVIEW_NAMES, FolderContext
+
+        # Without an overview in any folder (and none recorded), nothing lends: no need to read every name.
+        if self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM memories WHERE project = %s AND (overview_id IS NOT NULL "
+            "OR (strpos(name, '/') > 0 AND lower(substring(name FROM '[^/]*$')) = ANY(%s))))",
+            (self.project, sorted(OVERVIEW_NAMES)),
+        ).fetchone() == (True,):
+            named = self.conn.execute(
+                "SELECT id, name FROM memories WHERE project = %s AND strpos(name, '/') > 0", (self.project,)
+            )
+            owner = FolderContext(((int(mid), str(name)) for mid, name in named), share=1.0).owner
+            members, owners = list(owner), list(owner.values())
+            self.conn.execute(
+                "UPDATE memories SET overview_id = NULL WHERE project = %s AND overview_id IS NOT NULL "
+                "AND NOT (id = ANY(%s))",
+                (self.project, members),
+            )
+            self.conn.execute(
+                "UPDATE memories m SET overview_id = v.owner FROM unnest(%s::bigint[], %s::bigint[]) AS v(id, owner) "
+                "WHERE m.project = %s AND m.id = v.id AND m.overview_id IS DISTINCT FROM v.owner",
+                (members, owners, self.project),
+            )
+        self.conn.execute("UPDATE projects SET overviews_known = true WHERE project = %s", (self.project,))
+
     def chunks(self, rows: Iterable[tuple[int, str, int, int, str, int, str]]) -> None:
         """(memory id, model, ordinal, start, heading, dimension, vector text) rows."""
         with self.conn.cursor().copy(

@@ -25,19 +25,40 @@ __all__ = ["DenseHit", "PgIndex", "vector_text"]
 # and each posting carries its memory's length, so only the query terms' postings are read; the best
 # ``depth`` memories are joined to their rows (and filters) last. An unfiltered search is exact at any
 # depth; a filtered one widens the depth until enough pass (``PgIndex.lexical``).
-_LEXICAL = f"""
-WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {{project}} s),
-q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {{terms}} t CROSS JOIN st
-      WHERE t.term = ANY(%(terms)s)),
-scored AS (
-    SELECT p.memory_id, sum(q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))) AS score
-    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
-    GROUP BY p.memory_id ORDER BY score DESC LIMIT %(depth)s
-)
-SELECT m.name, s.score FROM scored s JOIN {{memories}} m ON m.id = s.memory_id
-WHERE true{{where}}
+_STATISTICS = """
+WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {project} s),
+q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {terms} t CROSS JOIN st
+      WHERE t.term = ANY(%(terms)s)),"""
+_CONTRIBUTION = f"q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))"
+_BEST = """
+SELECT m.name, s.score FROM scored s JOIN {memories} m ON m.id = s.memory_id
+WHERE true{where}
 ORDER BY s.score DESC, m.name LIMIT %(limit)s
 """
+_LEXICAL = f"""{_STATISTICS}
+scored AS (
+    SELECT p.memory_id, sum({_CONTRIBUTION}) AS score
+    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
+    GROUP BY p.memory_id ORDER BY score DESC LIMIT %(depth)s
+){_BEST}"""
+# Folders are context (``memrouter.index.folders``): for each query term a memory scores the larger of its
+# own contribution and ``share`` of its overview's (``memories.overview_id``), never both, i.e. its own
+# sum plus, per term, what the overview's share exceeds its own by.
+_LEXICAL_LENT = f"""{_STATISTICS}
+own AS (
+    SELECT p.memory_id, p.term, {_CONTRIBUTION} AS c
+    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
+),
+lent AS (
+    SELECT b.id AS memory_id, %(share)s * o.c - coalesce(mine.c, 0.0) AS c
+    FROM own o JOIN {{memories}} b ON b.overview_id = o.memory_id
+    LEFT JOIN own mine ON mine.memory_id = b.id AND mine.term = o.term
+),
+scored AS (
+    SELECT memory_id, sum(c) AS score
+    FROM (SELECT memory_id, c FROM own UNION ALL SELECT memory_id, c FROM lent WHERE c > 0) u
+    GROUP BY memory_id ORDER BY score DESC LIMIT %(depth)s
+){_BEST}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +86,18 @@ class PgIndex:
         return self.scope.project
 
     def lexical(
-        self, terms: list[str], filters: Filters, limit: int, within: list[str] | None = None
+        self, terms: list[str], filters: Filters, limit: int, within: list[str] | None = None, *, share: float = 0.0
     ) -> list[tuple[str, float]]:
-        """The ``limit`` best memories by BM25F for the (already tokenised) ``terms``: (name, score)."""
+        """The ``limit`` best memories by BM25F for the (already tokenised) ``terms``: (name, score).
+
+        ``share``: what a folder's overview lends its memories (``memrouter.index.folders``; 0: nothing).
+        """
         if not terms:
             return []
         where, params = filter_sql(filters, within)
-        sql = _LEXICAL.replace("{where}", where)
+        if share > 0:
+            params = {**params, "share": share}
+        sql = (_LEXICAL_LENT if share > 0 else _LEXICAL).replace("{where}", where)
         # Ties at the depth's edge: a memory whose score equals the last one kept may be cut, so the depth
         # is a few times the limit; with filters it widens until enough memories pass them.
         depths: tuple[int | None, ...] = (limit * 4, limit * 64, None) if where else (limit * 4,)
@@ -82,12 +108,14 @@ class PgIndex:
         return [(row["name"], float(row["score"])) for row in rows]
 
     def dense(
-        self, vector: Any, model: str, filters: Filters, limit: int, within: list[str] | None = None
-    ) -> list[DenseHit]:
+        self, vector: Any, model: str, filters: Filters, limit: int, within: list[str] | None = None,
+        *, share: float = 0.0,
+    ) -> list[DenseHit]:  # fmt: skip
         """The ``limit`` memories whose best chunk (of ``model``'s vectors) is nearest ``vector``.
 
         The nearest chunks come from the HNSW index (``hnsw.ef_search``, iterative scans), widened
         until enough pass the filters; exact search over every chunk when widening is not enough.
+        ``share``: what a folder's overview lends its memories (``memrouter.index.folders``; 0: nothing).
         """
         dimension = len(vector)
         where, params = filter_sql(filters, within)
@@ -101,8 +129,9 @@ class PgIndex:
         for depth in (wanted * 4, wanted * 32, None):
             source = nearest if depth is not None else nearest.replace(" LIMIT %(depth)s", "")
             rows = self.scope.rows(
-                f"SELECT m.name, n.ordinal, n.heading, n.start, n.distance FROM ({source}) n "
-                f"JOIN {{memories}} m ON m.id = n.memory_id WHERE true{where} ORDER BY n.distance, m.name LIMIT %(k)s",
+                "SELECT m.id, m.name, m.overview_id, n.ordinal, n.heading, n.start, n.distance "
+                f"FROM ({source}) n JOIN {{memories}} m ON m.id = n.memory_id WHERE true{where} "
+                "ORDER BY n.distance, m.name LIMIT %(k)s",
                 {**params, "depth": depth, "k": wanted},
             )
             if len(rows) >= wanted or depth is None:
@@ -117,7 +146,37 @@ class PgIndex:
             if row["name"] not in best:
                 detail = f"chunk {row['ordinal']}" + (f": {row['heading']}" if row["heading"] else "")
                 best[row["name"]] = DenseHit(row["name"], round(1.0 - float(row["distance"]), 6), detail, row["start"])
-        return list(best.values())[:limit]
+        if share > 0:
+            best = self._lend(best, rows, share, params, dimension)
+        return sorted(best.values(), key=lambda hit: -hit.score)[:limit]
+
+    def _lend(
+        self,
+        best: dict[str, DenseHit],
+        rows: list[dict[str, Any]],
+        share: float,
+        params: dict[str, Any],
+        dimension: int,
+    ) -> dict[str, DenseHit]:
+        """Each hit raised to ``share`` of its folder overview's similarity where that is more
+        (``FolderContext.lend_similarity``); an overview outside the hits is measured exactly."""
+        similarity = {row["id"]: best[row["name"]].score for row in rows}
+        owners = {row["name"]: row["overview_id"] for row in rows if row["overview_id"] is not None}
+        missing = sorted({owner for owner in owners.values() if owner not in similarity})
+        if missing:
+            measured = self.scope.rows(
+                f"SELECT c.memory_id, max(1.0 - (c.embedding::vector({dimension}) <=> %(vector)s::vector({dimension}))) "
+                f"AS similarity FROM {{chunks}} c WHERE c.memory_id = ANY(%(owners)s) AND c.model = %(model)s "
+                f"AND c.dimension = {dimension} GROUP BY c.memory_id",
+                {"vector": params["vector"], "model": params["model"], "owners": missing},
+            )
+            similarity |= {row["memory_id"]: round(float(row["similarity"]), 6) for row in measured}
+        lent = dict(best)
+        for name, owner in owners.items():
+            borrowed = share * similarity.get(owner, -1.0)
+            if borrowed > best[name].score:
+                lent[name] = DenseHit(name, round(borrowed, 6), best[name].detail, best[name].offset)
+        return lent
 
     def summaries(self, filters: Filters) -> list[MemorySummary]:
         """The memories passing ``filters``, by name."""
