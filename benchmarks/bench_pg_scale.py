@@ -22,6 +22,7 @@ configured) beside an SQLite FTS5 ``bm25()`` table over the same texts in the
 same run (the baseline).
 
     .venv/bin/python benchmarks/bench_pg_scale.py [--chunks 1000000] [--per-memory 4] [--queries 200]
+        [--ef 40,100,200] [--m 16] [--ef-construction 64] [--lexical-only]
 
 Targets: recall@10 >= 0.98 at the chosen ef_search, dense p95 <= 20 ms,
 lexical p95 <= 50 ms. Needs ``memrouter[postgres-test]`` and the MiniLM model.
@@ -42,6 +43,7 @@ from bench_scale import WORD, paragraphs, questions
 
 from memrouter.index.lexical import document_terms
 from memrouter.model import Filters
+from memrouter.pgindex.schema import HNSW_EF_CONSTRUCTION, HNSW_M
 from memrouter.store.parse import parse_memory
 
 PROJECT = "scale"
@@ -84,8 +86,11 @@ def chunk_rows(memory_ids: list[int], per_memory: int, vectors: np.ndarray) -> I
             row += 1
 
 
-def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vectors: np.ndarray) -> dict[str, float]:
-    """Copy the project's memories, postings and chunks; build the HNSW index. Seconds per step."""
+def load(
+    url: str, memories: list[tuple[str, str, str]], per_memory: int, vectors: np.ndarray | None, graph: tuple[int, int]
+) -> dict[str, float]:
+    """Copy the project's memories, postings and chunks (without ``vectors``, none); build the HNSW index
+    with ``graph`` = (m, ef_construction). Seconds per step."""
     import psycopg
 
     from memrouter.pgindex.connect import Database
@@ -119,6 +124,11 @@ def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vector
         )
         writer.statistics(every)
         took["memories, postings and statistics"] = time.perf_counter() - started
+        if vectors is None:
+            started = time.perf_counter()
+            scope.analyze()
+            took["vacuum and analyze"] = time.perf_counter() - started
+            return took
         started = time.perf_counter()
         with conn.cursor().copy(
             "COPY chunks (project, memory_id, model, ordinal, start, heading, dimension, embedding) "
@@ -137,9 +147,9 @@ def load(url: str, memories: list[tuple[str, str, str]], per_memory: int, vector
         scope.analyze()  # what a bulk push does
         took["vacuum and analyze"] = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("SET maintenance_work_mem = '3GB'")
+        conn.execute("SET maintenance_work_mem = '8GB'")  # the whole graph in memory while it is built
         with conn.transaction():
-            hnsw_index(conn, DIMENSION)
+            hnsw_index(conn, DIMENSION, m=graph[0], ef_construction=graph[1])
         took["hnsw index"] = time.perf_counter() - started
     return took
 
@@ -183,8 +193,11 @@ def main() -> None:
     parser.add_argument("--per-memory", type=int, default=4)
     parser.add_argument("--bases", type=int, default=3000, help="paragraphs embedded with MiniLM for the vectors")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values for the recall table")
+    parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values for the recall and latency table")
+    parser.add_argument("--m", type=int, default=HNSW_M, help="HNSW links per node")
+    parser.add_argument("--ef-construction", type=int, default=HNSW_EF_CONSTRUCTION, help="HNSW build candidates")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lexical-only", action="store_true", help="no vectors: memories and postings only")
     args = parser.parse_args()
     from memrouter.embed import embed_many, get_embedder
     from memrouter.index.text import query_terms
@@ -204,22 +217,26 @@ def main() -> None:
     chunks = count * args.per_memory
     print(f"{count:,} memories, {chunks:,} chunks ({args.per_memory} per memory) from {len(pool):,} paragraphs")
 
-    embedder = get_embedder("minilm")
-    started = time.perf_counter()
-    bases = embed_many(embedder, chooser.sample(pool, args.bases))
     asked = questions()[: args.queries]
-    query_vectors = embed_many(embedder, asked)
-    print(f"MiniLM: {args.bases} base paragraphs and {len(asked)} questions in {time.perf_counter() - started:.1f} s")
-    vectors = synthetic_vectors(bases, chunks, rng)
-
-    started = time.perf_counter()
-    scores = query_vectors @ vectors.T
-    exact = [set(np.argpartition(-row, 10)[:10].tolist()) for row in scores]
-    del scores
-    print(f"exact top-10 of {len(asked)} queries (numpy): {time.perf_counter() - started:.1f} s")
+    vectors = query_vectors = None
+    exact: list[set[int]] = []
+    if not args.lexical_only:
+        embedder = get_embedder("minilm")
+        started = time.perf_counter()
+        bases = embed_many(embedder, chooser.sample(pool, args.bases))
+        query_vectors = embed_many(embedder, asked)
+        print(
+            f"MiniLM: {args.bases} base paragraphs and {len(asked)} questions in {time.perf_counter() - started:.1f} s"
+        )
+        vectors = synthetic_vectors(bases, chunks, rng)
+        started = time.perf_counter()
+        scores = query_vectors @ vectors.T
+        exact = [set(np.argpartition(-row, 10)[:10].tolist()) for row in scores]
+        del scores
+        print(f"exact top-10 of {len(asked)} queries (numpy): {time.perf_counter() - started:.1f} s")
 
     with running_postgres() as server:
-        took = load(server.url, memories, args.per_memory, vectors)
+        took = load(server.url, memories, args.per_memory, vectors, (args.m, args.ef_construction))
         for step, seconds in took.items():
             print(f"load: {step} {seconds:.1f} s")
         import psycopg
@@ -227,20 +244,30 @@ def main() -> None:
         with psycopg.connect(server.url, autocommit=True) as conn:
             ids = [row[0] for row in conn.execute("SELECT id FROM memories WHERE project = %s ORDER BY id", (PROJECT,))]
             size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()
-        # ids were given in the order the memories were copied: chunk n of memory k is vector k * per_memory + n
-        chunk_keys = {
-            (memory_id, o): k * args.per_memory + o for k, memory_id in enumerate(ids) for o in range(args.per_memory)
-        }
         print(f"database size {size[0] if size else '?'}")
-        for ef in (int(v) for v in args.ef.split(",")):
-            recall = hnsw_recall(server.url, query_vectors, exact, ef, chunk_keys)
-            print(f"recall@10 against exact, hnsw.ef_search {ef}: {recall:.3f}")
+        filters = Filters()
+        if query_vectors is not None:
+            # ids were given in the order the memories were copied: chunk n of memory k is vector k * per_memory + n
+            chunk_keys = {
+                (memory_id, o): k * args.per_memory + o
+                for k, memory_id in enumerate(ids)
+                for o in range(args.per_memory)
+            }
+            print(f"HNSW m {args.m}, ef_construction {args.ef_construction}")
+            for ef in (int(v) for v in args.ef.split(",")):
+                recall = hnsw_recall(server.url, query_vectors, exact, ef, chunk_keys)
+                at_ef = Database(server.url, ef_search=ef)
+                index = PgIndex(at_ef, PROJECT)
+                dense50, dense95 = timed(
+                    lambda v, i=index: i.dense(v, MODEL, filters, 10), list(query_vectors), args.rounds
+                )
+                at_ef.close()
+                shipped = " (the shipped ef_search)" if ef == EF_SEARCH else ""
+                print(f"hnsw.ef_search {ef}{shipped}: recall@10 against exact {recall:.3f}, "
+                      f"PgIndex.dense p50 {dense50:.2f} ms p95 {dense95:.2f} ms")  # fmt: skip
 
         database = Database(server.url)
         index = PgIndex(database, PROJECT)
-        filters = Filters()
-        dense50, dense95 = timed(lambda v: index.dense(v, MODEL, filters, 10), list(query_vectors), args.rounds)
-        print(f"PgIndex.dense (ef_search {EF_SEARCH}) p50 {dense50:.2f} ms p95 {dense95:.2f} ms")
         texts = [query_terms(q) for q in [*asked, *QUERIES]]
         lex50, lex95 = timed(lambda t: index.lexical(t, filters, 10), texts, args.rounds)  # type: ignore[arg-type]
         print(f"PgIndex.lexical p50 {lex50:.2f} ms p95 {lex95:.2f} ms")

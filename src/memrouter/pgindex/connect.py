@@ -68,9 +68,10 @@ def _driver() -> Any:
 class Database:
     """A pool of connections to one PostgreSQL database, migrated on open."""
 
-    def __init__(self, url: str, *, max_size: int = 4) -> None:
+    def __init__(self, url: str, *, max_size: int = 4, ef_search: int = EF_SEARCH) -> None:
         psycopg, psycopg_pool = _driver()
         self.url = check_url(url)
+        self.ef_search = int(ef_search)
         self._errors = (psycopg.OperationalError, psycopg_pool.PoolTimeout)
         self._refused = psycopg.Error
         try:
@@ -88,9 +89,8 @@ class Database:
             check=psycopg_pool.ConnectionPool.check_connection,  # a server restart leaves no dead connection behind
         )  # fmt: skip
 
-    @staticmethod
-    def _configure(conn: psycopg.Connection[Any]) -> None:
-        conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(f"SET hnsw.ef_search = {self.ef_search}")
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
     @contextmanager

@@ -13,8 +13,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["MIGRATIONS", "hnsw_index", "migrate"]
+__all__ = ["HNSW_EF_CONSTRUCTION", "HNSW_M", "MIGRATIONS", "hnsw_index", "migrate"]
 
+# The HNSW graph: pgvector's defaults (``benchmarks/bench_pg_scale.py`` measures others at a million chunks).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
 # Any fixed key: concurrent processes migrating the same database wait for each other.
 _MIGRATION_LOCK = 0x4D525452
 
@@ -145,10 +148,12 @@ def migrate(conn: psycopg.Connection[object]) -> list[str]:
     return applied
 
 
-def hnsw_index(conn: psycopg.Connection[object], dimension: int) -> None:
+def hnsw_index(conn: psycopg.Connection[object], dimension: int, *, m: int = HNSW_M,
+               ef_construction: int = HNSW_EF_CONSTRUCTION) -> None:  # fmt: skip
     """Make the HNSW index over chunks of one dimension (pgvector indexes a fixed dimension) if it is missing.
 
     Inside the caller's transaction; concurrent pushes of new vectors of one dimension wait for each other here.
+    ``m`` and ``ef_construction``: the graph's links per node and its build-time candidate list.
     """
     name = f"chunks_hnsw_{int(dimension)}"
     if conn.execute("SELECT to_regclass(%s)", (name,)).fetchone() not in (None, (None,)):
@@ -156,5 +161,6 @@ def hnsw_index(conn: psycopg.Connection[object], dimension: int) -> None:
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
     conn.execute(
         f"CREATE INDEX IF NOT EXISTS {name} ON chunks USING hnsw "
-        f"((embedding::vector({int(dimension)})) vector_cosine_ops) WHERE dimension = {int(dimension)}".encode()
+        f"((embedding::vector({int(dimension)})) vector_cosine_ops) "
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)}) WHERE dimension = {int(dimension)}".encode()
     )
