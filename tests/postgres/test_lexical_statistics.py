@@ -94,15 +94,23 @@ def test_a_filter_that_only_a_low_ranked_memory_passes_still_finds_it(
 
 
 def test_a_database_from_before_the_statistics_gets_them(memories: Path, tmp_path: Path, database_url: str) -> None:
-    # Lay the rows out as the older schema held them: no lengths on postings, no terms, no project statistics.
+    # Lay the rows out as the older schema held them: no lengths on postings, no terms, no project statistics
+    # (nor what later migrations added).
     with open_router(memories, tmp_path / "index", database_url) as router:
         router.publish()
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute("DROP TABLE terms")
-        conn.execute("ALTER TABLE postings DROP COLUMN length")  # its key goes with it: put back the old one
-        conn.execute("ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (project, term, memory_id)")
-        conn.execute("ALTER TABLE projects DROP COLUMN memories, DROP COLUMN avgdl")
-        conn.execute("DELETE FROM memrouter_migrations WHERE name = %s", (STATISTICS,))
+        conn.execute("ALTER TABLE postings DROP COLUMN impact, DROP COLUMN length")
+        conn.execute(
+            "ALTER TABLE postings DROP CONSTRAINT postings_pkey, "
+            "ADD CONSTRAINT postings_pkey PRIMARY KEY (project, term, memory_id)"
+        )
+        conn.execute(
+            "ALTER TABLE projects DROP COLUMN memories, DROP COLUMN avgdl, DROP COLUMN impact_length, "
+            "DROP COLUMN overviews_known"
+        )
+        conn.execute("ALTER TABLE memories DROP COLUMN overview_id")
+        conn.execute("DELETE FROM memrouter_migrations WHERE name >= %s", (STATISTICS,))
     with open_router(memories, tmp_path / "index", database_url) as router:
         scores_agree(database_url, router, "postgres migration deploy")  # migrated on opening
         assert_statistics_exact(database_url)

@@ -81,7 +81,8 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
             rows = _memory_rows(conn, local_ids, {name: local[name][2] for name in changed})
             ids = writer.insert([row for row, _ in rows])
             touched |= writer.postings(
-                (term, ids[row[0]], tf, row[_LENGTH]) for row, terms in rows for term, tf in terms.items()
+                ((term, ids[row[0]], tf, row[_LENGTH]) for row, terms in rows for term, tf in terms.items()),
+                [row[_LENGTH] for row, _ in rows],
             )
             by_local = {local_ids[name]: ids[name] for name in changed}
             writer.chunks(_chunk_rows(conn, by_local))

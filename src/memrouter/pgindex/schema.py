@@ -7,6 +7,7 @@ statement, and the views of ``schema_team`` to every team channel statement.
 
 from __future__ import annotations
 
+from memrouter.pgindex.bm25 import IMPACT
 from memrouter.pgindex.schema_team import TEAM_SQL
 
 TYPE_CHECKING = False
@@ -121,12 +122,26 @@ ALTER TABLE projects ADD COLUMN overviews_known boolean NOT NULL DEFAULT false;
 UPDATE projects SET mark = '';
 """
 
+# Postings in impact order (``memrouter.pgindex.bm25``): each search reads a common word's best postings
+# only. ``projects.impact_length`` is the mean length the impacts were computed with (``Writer.statistics``
+# recomputes them when the project's mean drifts far from it). The key no longer needs to cover scoring.
+_POSTINGS_IMPACT = f"""
+ALTER TABLE postings ADD COLUMN impact real NOT NULL DEFAULT 0;
+ALTER TABLE projects ADD COLUMN impact_length double precision NOT NULL DEFAULT 0;
+UPDATE projects SET impact_length = avgdl;
+UPDATE postings p SET impact = {IMPACT.format(tf="p.tf", length="p.length", ref="r.impact_length")}
+FROM projects r WHERE r.project = p.project;
+CREATE INDEX postings_impact ON postings (project, term, impact DESC) INCLUDE (memory_id, tf, length);
+ALTER TABLE postings DROP CONSTRAINT postings_pkey, ADD CONSTRAINT postings_pkey PRIMARY KEY (project, term, memory_id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
     ("0003_team_channel", TEAM_SQL),  # the team channel's tables and per-project views (``schema_team``)
     ("0004_lexical_statistics", _LEXICAL_STATISTICS),
     ("0005_folder_overviews", _FOLDER_OVERVIEWS),
+    ("0006_postings_impact", _POSTINGS_IMPACT),
 ]
 
 

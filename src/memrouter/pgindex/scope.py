@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memrouter.errors import InvalidInput
+from memrouter.pgindex.bm25 import IMPACT, impact
 from memrouter.pgindex.connect import Database
 
 TYPE_CHECKING = False
@@ -133,17 +134,31 @@ class Writer:
         )
         return {str(name): int(mid) for name, mid in cursor}
 
-    def postings(self, rows: Iterable[tuple[str, int, float, float]]) -> set[str]:
-        """(term, memory id, weighted term frequency, the memory's weighted length) rows; the terms written."""
+    def postings(self, rows: Iterable[tuple[str, int, float, float]], lengths: Sequence[float]) -> set[str]:
+        """(term, memory id, weighted term frequency, the memory's weighted length) rows, of memories whose
+        lengths are ``lengths``; the terms written. Each posting's impact is computed against the project's
+        reference length (``impact_length``), the mean of ``lengths`` when the project has none yet."""
+        reference = self._impact_length(lengths)
         terms: set[str] = set()
-        with self.conn.cursor().copy(b"COPY postings (project, term, memory_id, tf, length) FROM STDIN") as copy:
+        with self.conn.cursor().copy(
+            b"COPY postings (project, term, memory_id, tf, length, impact) FROM STDIN"
+        ) as copy:
             for term, memory_id, tf, length in rows:
                 terms.add(term)
-                copy.write_row((self.project, term, memory_id, tf, length))
+                copy.write_row((self.project, term, memory_id, tf, length, impact(tf, length, reference)))
         return terms
 
+    def _impact_length(self, lengths: Sequence[float]) -> float:
+        row = self.conn.execute("SELECT impact_length FROM projects WHERE project = %s", (self.project,)).fetchone()
+        if row and row[0] > 0:
+            return float(row[0])
+        reference = (sum(lengths) / len(lengths) if lengths else 0.0) or 1.0
+        self.conn.execute("UPDATE projects SET impact_length = %s WHERE project = %s", (reference, self.project))
+        return reference
+
     def statistics(self, terms: set[str]) -> None:
-        """Recount the document frequency of ``terms`` and the project's memory count and mean length."""
+        """Recount the document frequency of ``terms`` and the project's memory count and mean length; when
+        the mean has drifted past half or twice the impacts' reference length, recompute every impact."""
         every = len(terms) > _RECOUNT_ALL
         if terms or every:
             chosen = "" if every else " AND term = ANY(%(terms)s)"
@@ -160,6 +175,17 @@ class Writer:
             "WHERE p.project = %(project)s",
             {"project": self.project},
         )
+        drifted = self.conn.execute(
+            "SELECT avgdl FROM projects WHERE project = %s AND (avgdl > 2 * impact_length OR 2 * avgdl < impact_length)",
+            (self.project,),
+        ).fetchone()
+        if drifted:
+            self.conn.execute(
+                f"UPDATE postings SET impact = {IMPACT.format(tf='tf', length='length', ref='%(ref)s')} "
+                "WHERE project = %(project)s".encode(),
+                {"ref": drifted[0], "project": self.project},
+            )
+            self.conn.execute("UPDATE projects SET impact_length = avgdl WHERE project = %s", (self.project,))
 
     def overviews_known(self) -> bool:
         """Whether a push has set this project's folder overviews (``overviews``) since the column came."""

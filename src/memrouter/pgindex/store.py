@@ -1,8 +1,7 @@
 """Reading one project's rows: BM25F and pgvector search, listings (all through ``ProjectScope``).
 
-Lexical scoring is the SQLite path's BM25F (``memrouter.index.lexical``: the
-same field-weighted term frequencies, k1 and b), computed in SQL over the
-postings of the query's terms, so both stores rank alike. Dense search orders
+Lexical scoring is the SQLite path's BM25F, computed in SQL over the postings
+of the query's terms (``memrouter.pgindex.bm25``). Dense search orders
 chunks by cosine distance (the HNSW index of their dimension) and keeps each
 memory's best chunk, as ``memrouter.index.dense`` does.
 """
@@ -13,52 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrouter.index.dense import CHUNKS_PER_MEMORY
-from memrouter.index.lexical import K1, B
 from memrouter.model import Filters, MemorySummary
+from memrouter.pgindex import bm25
+from memrouter.pgindex.bm25 import POSTINGS_CAP
 from memrouter.pgindex.connect import Database
 from memrouter.pgindex.filters import filter_sql
 from memrouter.pgindex.scope import ProjectScope
 
 __all__ = ["DenseHit", "PgIndex", "vector_text"]
-
-# The project's statistics and its terms' document frequencies are kept by each push (``Writer.statistics``),
-# and each posting carries its memory's length, so only the query terms' postings are read; the best
-# ``depth`` memories are joined to their rows (and filters) last. An unfiltered search is exact at any
-# depth; a filtered one widens the depth until enough pass (``PgIndex.lexical``).
-_STATISTICS = """
-WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {project} s),
-q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {terms} t CROSS JOIN st
-      WHERE t.term = ANY(%(terms)s)),"""
-_CONTRIBUTION = f"q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))"
-_BEST = """
-SELECT m.name, s.score FROM scored s JOIN {memories} m ON m.id = s.memory_id
-WHERE true{where}
-ORDER BY s.score DESC, m.name LIMIT %(limit)s
-"""
-_LEXICAL = f"""{_STATISTICS}
-scored AS (
-    SELECT p.memory_id, sum({_CONTRIBUTION}) AS score
-    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
-    GROUP BY p.memory_id ORDER BY score DESC LIMIT %(depth)s
-){_BEST}"""
-# Folders are context (``memrouter.index.folders``): for each query term a memory scores the larger of its
-# own contribution and ``share`` of its overview's (``memories.overview_id``), never both, i.e. its own
-# sum plus, per term, what the overview's share exceeds its own by.
-_LEXICAL_LENT = f"""{_STATISTICS}
-own AS (
-    SELECT p.memory_id, p.term, {_CONTRIBUTION} AS c
-    FROM {{postings}} p JOIN q ON q.term = p.term CROSS JOIN st
-),
-lent AS (
-    SELECT b.id AS memory_id, %(share)s * o.c - coalesce(mine.c, 0.0) AS c
-    FROM own o JOIN {{memories}} b ON b.overview_id = o.memory_id
-    LEFT JOIN own mine ON mine.memory_id = b.id AND mine.term = o.term
-),
-scored AS (
-    SELECT memory_id, sum(c) AS score
-    FROM (SELECT memory_id, c FROM own UNION ALL SELECT memory_id, c FROM lent WHERE c > 0) u
-    GROUP BY memory_id ORDER BY score DESC LIMIT %(depth)s
-){_BEST}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,26 +47,21 @@ class PgIndex:
         return self.scope.project
 
     def lexical(
-        self, terms: list[str], filters: Filters, limit: int, within: list[str] | None = None, *, share: float = 0.0
+        self,
+        terms: list[str],
+        filters: Filters,
+        limit: int,
+        within: list[str] | None = None,
+        *,
+        share: float = 0.0,
+        cap: int | None = POSTINGS_CAP,
     ) -> list[tuple[str, float]]:
         """The ``limit`` best memories by BM25F for the (already tokenised) ``terms``: (name, score).
 
-        ``share``: what a folder's overview lends its memories (``memrouter.index.folders``; 0: nothing).
+        ``share``: what a folder's overview lends its memories (``memrouter.index.folders``; 0: nothing);
+        ``cap``: postings read per word, best impact first (``memrouter.pgindex.bm25``; None: all).
         """
-        if not terms:
-            return []
-        where, params = filter_sql(filters, within)
-        if share > 0:
-            params = {**params, "share": share}
-        sql = (_LEXICAL_LENT if share > 0 else _LEXICAL).replace("{where}", where)
-        # Ties at the depth's edge: a memory whose score equals the last one kept may be cut, so the depth
-        # is a few times the limit; with filters it widens until enough memories pass them.
-        depths: tuple[int | None, ...] = (limit * 4, limit * 64, None) if where else (limit * 4,)
-        for depth in depths:
-            rows = self.scope.rows(sql, {**params, "terms": terms, "limit": limit, "depth": depth})
-            if len(rows) >= limit:
-                break
-        return [(row["name"], float(row["score"])) for row in rows]
+        return bm25.search(self.scope, terms, filters, limit, within, share=share, cap=cap)
 
     def dense(
         self, vector: Any, model: str, filters: Filters, limit: int, within: list[str] | None = None,

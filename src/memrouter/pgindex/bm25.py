@@ -1,0 +1,139 @@
+"""BM25F in SQL over one project's postings: the SQLite path's scores, with a pruned scan for common words.
+
+The scoring is ``memrouter.index.lexical``'s (the same field-weighted term
+frequencies, k1 and b), so both stores rank alike. The project's statistics
+and its terms' document frequencies are kept by each push
+(``scope.Writer.statistics``), and each posting carries its memory's length,
+so only the query terms' postings are read; the best ``depth`` memories are
+joined to their rows (and filters) last.
+
+A word held by very many memories would read all of its postings. So a
+search reads each word's ``cap`` best postings by impact (their share of
+BM25's saturated, length-normalised term frequency, an index order kept by
+each push), ranks the memories those reach, and scores the best ``depth`` of
+them exactly over every query word. A word held by at most ``cap`` memories
+is read whole, so on such a project the result is exact; beyond it, a memory
+reached by none of its words' best postings is missed (``bench_pg_scale.py``
+measures how often against the exact scan). ``cap=None`` reads everything.
+
+Folders are context (``memrouter.index.folders``): for each query term a
+memory scores the larger of its own contribution and ``share`` of its
+overview's (``memories.overview_id``), never both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memrouter.index.lexical import K1, B
+from memrouter.model import Filters
+from memrouter.pgindex.filters import filter_sql
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.pgindex.scope import ProjectScope
+
+__all__ = ["IMPACT", "POSTINGS_CAP", "impact", "search"]
+
+# Postings read per query word, best impact first (see the module docstring).
+POSTINGS_CAP = 2000
+# A posting's impact: its saturated, length-normalised term frequency against the mean length ``ref``.
+IMPACT = f"{{tf}} / ({{tf}} + {K1} * (1 - {B} + {B} * {{length}} / {{ref}}))"
+
+_STATISTICS = """
+WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {project} s),
+q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {terms} t CROSS JOIN st
+      WHERE t.term = ANY(%(terms)s)),"""
+_CONTRIBUTION = f"q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))"
+_EVERY_POSTING = "{postings} p JOIN q ON q.term = p.term CROSS JOIN st"
+_BEST_POSTINGS = (
+    "q CROSS JOIN LATERAL (SELECT p.memory_id, p.term, p.tf, p.length FROM {postings} p WHERE p.term = q.term "
+    "ORDER BY p.impact DESC LIMIT %(cap)s) p CROSS JOIN st"
+)
+# What a borrower gains per term over its own contribution: the overview's share, where that is more.
+_LENT = """lent AS (
+    SELECT b.id AS memory_id, %(share)s * o.c - coalesce(mine.c, 0.0) AS c
+    FROM own o JOIN {memories} b ON b.overview_id = o.memory_id
+    LEFT JOIN own mine ON mine.memory_id = b.id AND mine.term = o.term
+),"""
+_RESULT = """
+SELECT m.name, s.score FROM scored s JOIN {memories} m ON m.id = s.memory_id
+WHERE true{where}
+ORDER BY s.score DESC, m.name LIMIT %(limit)s
+"""
+
+
+def impact(tf: float, length: float, reference: float) -> float:
+    """``IMPACT`` in Python, for the rows a push copies."""
+    return tf / (tf + K1 * (1 - B + B * length / reference))
+
+
+def _statement(*, pruned: bool, lend: bool) -> str:
+    source = _BEST_POSTINGS if pruned else _EVERY_POSTING
+    own = f"own AS (SELECT p.memory_id, p.term, {_CONTRIBUTION} AS c FROM {source}),"
+    every = "SELECT memory_id, c FROM own" + (" UNION ALL SELECT memory_id, c FROM lent WHERE c > 0" if lend else "")
+    # Without pruning these are the scores; with it, the memories to score exactly.
+    best = (
+        f"{'ranked' if pruned else 'scored'} AS (SELECT memory_id, sum(c) AS score FROM ({every}) u "
+        "GROUP BY memory_id ORDER BY score DESC LIMIT %(depth)s)"
+    )
+    head = f"{_STATISTICS}\n{own}\n{_LENT if lend else ''}\n{best}"
+    if not pruned:
+        return head + _RESULT
+    # The ranked memories scored exactly: every posting of every query term, and what the overview lends.
+    borrowed = (
+        f"UNION ALL SELECT r.memory_id, p.term, %(share)s * {_CONTRIBUTION} AS c FROM ranked r "
+        "JOIN {memories} m ON m.id = r.memory_id JOIN {postings} p ON p.memory_id = m.overview_id "
+        "JOIN q ON q.term = p.term CROSS JOIN st"
+        if lend
+        else ""
+    )
+    return f"""{head},
+exact AS (
+    SELECT r.memory_id, p.term, {_CONTRIBUTION} AS c FROM ranked r
+    JOIN {{postings}} p ON p.memory_id = r.memory_id JOIN q ON q.term = p.term CROSS JOIN st
+    {borrowed}
+),
+scored AS (
+    SELECT memory_id, sum(c) AS score FROM (SELECT memory_id, max(c) AS c FROM exact GROUP BY memory_id, term) t
+    GROUP BY memory_id
+){_RESULT}"""
+
+
+_STATEMENTS = {
+    (pruned, lend): _statement(pruned=pruned, lend=lend) for pruned in (False, True) for lend in (False, True)
+}
+
+
+def search(
+    scope: ProjectScope,
+    terms: list[str],
+    filters: Filters,
+    limit: int,
+    within: list[str] | None = None,
+    *,
+    share: float = 0.0,
+    cap: int | None = POSTINGS_CAP,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best memories by BM25F for the (already tokenised) ``terms``: (name, score).
+
+    ``share``: what a folder's overview lends its memories (0: nothing); ``cap``: postings read per word
+    (None: all, exact).
+    """
+    if not terms:
+        return []
+    where, params = filter_sql(filters, within)
+    values: dict[str, Any] = {**params, "terms": terms, "limit": limit, "share": share, "cap": cap}
+    lend = share > 0
+    # Ties at the depth's edge: a memory whose score equals the last one kept may be cut, so the depth
+    # is a few times the limit; with filters it widens until enough memories pass them, the last time
+    # over every posting.
+    depths: tuple[int | None, ...] = (limit * 4, limit * 64, None) if where else (limit * 4,)
+    rows: list[dict[str, Any]] = []
+    for depth in depths:
+        pruned = cap is not None and depth is not None
+        sql = _STATEMENTS[pruned, lend].replace("{where}", where)
+        rows = scope.rows(sql, {**values, "depth": depth})
+        if len(rows) >= limit:
+            break
+    return [(row["name"], float(row["score"])) for row in rows]
