@@ -47,7 +47,16 @@ ALLOWED = {
     "pgindex": (*BASE, "memrouter.pgindex", "memrouter.index", "memrouter.store", "memrouter.config"),
     # The Graphiti backend writes memrouter's graph (read from the memory text) and embeds with memrouter's embedder.
     "backends": (*BASE, "memrouter.backends", "memrouter.store", "memrouter.index.graph_extract", "memrouter.embed"),
-    "sync": (*BASE, "memrouter.sync", "memrouter.backends", "memrouter.index", "memrouter.store", "memrouter.config"),
+    # With a database configured the mapping is shared in PostgreSQL (``sync/pgstate.py``), through its pool.
+    "sync": (
+        *BASE,
+        "memrouter.sync",
+        "memrouter.backends",
+        "memrouter.index",
+        "memrouter.store",
+        "memrouter.config",
+        "memrouter.pgindex.connect",
+    ),
     "session": (*BASE, "memrouter.session"),
     # The team channel in PostgreSQL (``team/pgstore.py``) uses the index's pool and its schema of team tables.
     "team": (

@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from memrouter.config import Config
 from memrouter.errors import BackendError, BackendUnavailable
+from memrouter.lazylog import LazyLogger
 from memrouter.model import Hit
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.sync.pgstate import PgSyncState
+    from memrouter.sync.state import SyncState
 
 __all__ = ["ExternalServices", "project_defaults"]
 
+log = LazyLogger(__name__)
 T = TypeVar("T")
+# After the database holding the sync mapping failed, reads use the local mapping this long before trying again.
+MAPPING_RETRY_AFTER = 30.0
 
 
 def project_defaults(config: Config) -> dict[str, dict[str, Any]]:
@@ -57,9 +67,48 @@ class ExternalServices:
         self._indexed = indexed
         self._lock = lock
         self.configured = ConfiguredBackends(project_defaults(config))
+        self._shared: PgSyncState | None = None
+        self._retry_at = 0.0
 
     def close(self) -> None:
         self.configured.close()
+        if self._shared is not None:
+            self._shared.database.close()
+            self._shared = None
+
+    def mapping(self) -> SyncState:
+        """Where this project's sync mapping lives: PostgreSQL with ``[index] url`` (shared by every machine
+        that syncs the repository), else the local index. ``BackendUnavailable`` when the database is down."""
+        from memrouter.sync.state import LocalSyncState
+
+        url = self.config.index.url
+        if not url:
+            return LocalSyncState(self._conn())
+        if self._shared is None:
+            if time.monotonic() < self._retry_at:
+                raise BackendUnavailable("PostgreSQL failed moments ago")
+            from memrouter.pgindex.connect import Database
+            from memrouter.sync.pgstate import PgSyncState
+
+            try:
+                self._shared = PgSyncState(Database(url, max_size=2), self.config.project_key)
+            except BackendUnavailable:
+                self._retry_at = time.monotonic() + MAPPING_RETRY_AFTER
+                raise
+        return self._shared
+
+    def _reading(self, read: Callable[[SyncState], T]) -> T:
+        """``read`` on the mapping; while a configured database is down, on the local index's (it may lag)."""
+        from memrouter.sync.state import LocalSyncState
+
+        try:
+            return read(self.mapping())
+        except BackendUnavailable as exc:
+            log.warning("sync mapping in PostgreSQL unavailable, reading the local one: %s", exc)
+            if self._shared is not None:
+                self._shared.database.close()
+                self._shared, self._retry_at = None, time.monotonic() + MAPPING_RETRY_AFTER
+            return read(LocalSyncState(self._conn()))
 
     def search_one(self, name: str, query: str, limit: int, content: bool) -> list[Hit]:
         """Results from one backend only: the caller asked for it, so being down is an error."""
@@ -77,7 +126,6 @@ class ExternalServices:
     def augment(self, query: str, limit: int, hits: list[Hit], content: bool) -> list[Hit]:
         """Canonical ``hits`` plus what the healthy backends add (``memrouter.merge``)."""
         from memrouter.merge import merge_hits
-        from memrouter.sync.state import mapped_remote_ids
 
         if len(hits) >= limit:
             return hits
@@ -92,19 +140,19 @@ class ExternalServices:
         if not external:
             return hits
         synced = self._indexed(
-            lambda: {
-                name: mapped_remote_ids(self._conn(), name, [rid for hit in found for rid in hit.mapped_ids])
-                for name, found in external.items()
-            }
+            lambda: self._reading(
+                lambda mapping: {
+                    name: mapping.mapped(name, [rid for hit in found for rid in hit.mapped_ids])
+                    for name, found in external.items()
+                }
+            )
         )
         return merge_hits(hits, external, limit, synced, content=content)
 
     def status(self) -> list[dict[str, Any]]:
         """Each backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        from memrouter.index import queries
-
         return self.configured.status(
-            lambda backend: self._indexed(lambda: queries.synced_count(self._conn(), backend))
+            lambda backend: self._indexed(lambda: self._reading(lambda mapping: mapping.synced_count(backend)))
         )
 
     def sync(
@@ -118,20 +166,39 @@ class ExternalServices:
         force: bool,
     ) -> list[Any]:
         from memrouter.sync.run import run_sync
+        from memrouter.sync.state import LocalSyncState
 
+        targets = self.configured.for_sync(backend)
+        try:
+            mapping = self.mapping()
+            if self._shared is not None:  # the first run on the database takes this machine's mapping along
+                for target in targets:
+                    with self._lock:
+                        adopted = self._shared.adopt(LocalSyncState(self._conn()), target.name)
+                    if adopted:
+                        log.info("%s: %d sync records copied to %s", target.name, adopted, self._shared.location)
+        except BackendUnavailable as exc:  # writing a local mapping meanwhile would split it from the others'
+            if self._shared is not None:
+                self._shared.database.close()
+                self._shared, self._retry_at = None, time.monotonic() + MAPPING_RETRY_AFTER
+            raise BackendUnavailable(
+                f"the sync mapping is in PostgreSQL, which cannot be reached: sync again once it is back ({exc})"
+            ) from exc
         return run_sync(
-            self.configured.for_sync(backend), self._conn(), self.config, read, current_hashes, self._lock,
+            targets, mapping, self.config, read, current_hashes, self._lock,
             changes=changes, dry_run=dry_run, force=force,
         )  # fmt: skip
 
     def sync_states(self, name: str, content_hash: str) -> list[tuple[str, str, str]]:
-        """(backend, state, why) of one memory on each backend that syncs, from the local sync records."""
+        """(backend, state, why) of one memory on each backend that syncs, from the sync records."""
         from memrouter.sync.validate import memory_state
 
         backends = [target.name for target in self.configured.flagged("sync").values()]
 
         def read() -> list[tuple[str, str, str]]:
-            return [(backend, *memory_state(self._conn(), backend, name, content_hash)) for backend in backends]
+            return self._reading(
+                lambda mapping: [(backend, *memory_state(mapping, backend, name, content_hash)) for backend in backends]
+            )
 
         with self._lock:
             states: list[tuple[str, str, str]] = self._indexed(read)
@@ -141,4 +208,6 @@ class ExternalServices:
         from memrouter.sync.run import run_validate
 
         targets = self.configured.for_sync(backend)
-        return run_validate(targets, self._conn(), current, self._lock, check_remote=check_remote)
+        return self._reading(
+            lambda mapping: run_validate(targets, mapping, current, self._lock, check_remote=check_remote)
+        )

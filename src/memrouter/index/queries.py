@@ -13,9 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "brief_rows", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "long_term_twins",
-    "names_of", "pinned_names",
-    "problems", "summaries", "synced_count",
-    "validity_rows",
+    "names_of", "pinned_names", "problems", "summaries", "validity_rows",
 ]  # fmt: skip
 
 
@@ -123,14 +121,6 @@ def migrations(conn: sqlite3.Connection) -> list[str]:
 def current_hashes(conn: sqlite3.Connection) -> dict[str, str]:
     """Every indexed memory's name and content hash."""
     return {row[0]: row[1] for row in conn.execute("SELECT name, hash FROM memories")}
-
-
-def synced_count(conn: sqlite3.Connection, backend: str) -> int:
-    """How many memories have a copy on ``backend``."""
-    row = conn.execute(
-        "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (backend,)
-    ).fetchone()
-    return int(row[0])
 
 
 def record_file_problems(conn: sqlite3.Connection, unreadable: dict[str, str]) -> None:

@@ -135,6 +135,30 @@ CREATE INDEX postings_impact ON postings (project, term, impact DESC) INCLUDE (m
 ALTER TABLE postings DROP CONSTRAINT postings_pkey, ADD CONSTRAINT postings_pkey PRIMARY KEY (project, term, memory_id);
 """
 
+# The sync mapping shared by every machine syncing a project (``memrouter.sync.pgstate``), the rows of
+# the local index's ``sync_state`` and ``sync_remote`` with the project in their keys.
+_SYNC_STATE = """
+CREATE TABLE sync_state (
+    project text NOT NULL COLLATE "C" REFERENCES projects(project) ON DELETE CASCADE,
+    backend text NOT NULL COLLATE "C",
+    name text NOT NULL COLLATE "C",
+    hash text NOT NULL DEFAULT '',
+    remote_ids text[] NOT NULL DEFAULT '{}',
+    synced_at double precision,
+    pending text,
+    PRIMARY KEY (project, backend, name)
+);
+CREATE TABLE sync_remote (
+    project text NOT NULL COLLATE "C" REFERENCES projects(project) ON DELETE CASCADE,
+    backend text NOT NULL COLLATE "C",
+    remote_id text NOT NULL COLLATE "C",
+    name text NOT NULL COLLATE "C",
+    part integer NOT NULL,
+    PRIMARY KEY (project, backend, remote_id)
+);
+CREATE INDEX sync_remote_name ON sync_remote (project, backend, name);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
@@ -142,6 +166,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0004_lexical_statistics", _LEXICAL_STATISTICS),
     ("0005_folder_overviews", _FOLDER_OVERVIEWS),
     ("0006_postings_impact", _POSTINGS_IMPACT),
+    ("0007_sync_state", _SYNC_STATE),
 ]
 
 

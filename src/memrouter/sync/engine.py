@@ -12,8 +12,8 @@ over the backend's ``max_content`` is split into linked parts
 (``upsert_parts``), tracked together as one memory.
 
 Each memory is its own unit of work (see ``memrouter.sync.state`` for the
-crash protocol). The mapping lives in the index, which may be deleted and
-rebuilt at any time: when a run finds no sync state at all for a backend, it
+crash protocol). The mapping lives in the index (or the shared PostgreSQL index), which may be
+deleted and rebuilt at any time: when a run finds no sync state at all for a backend, it
 looks for the first ``ADOPTION_PROBES`` memories on the backend (by content
 and name, confirmed by the ``memrouter:<name>`` context) before creating
 them; once one is found, every memory is looked for, and the copies found
@@ -28,7 +28,6 @@ service is refusing everything and the run stops, saying so in ``error``.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -145,17 +144,18 @@ def draft_for(memory: Memory, *, project_dir: Path | None = None, source_repo: s
 
 
 class Syncer:
-    """Syncs canonical memories to one backend, keeping the mapping in the index database.
+    """Syncs canonical memories to one backend, keeping the mapping (``mapping``).
 
     ``read`` returns the memory named (``NotFound`` when there is no file);
     ``hashes`` gives every current name and content hash (for ``--all``);
+    ``mapping`` keeps which remote memories hold which memory (``memrouter.sync.state``);
     ``lock`` guards the shared connection.
     """
 
     def __init__(
         self,
         backend: Backend,
-        conn: sqlite3.Connection,
+        mapping: state.SyncState,
         read: Callable[[str], Memory],
         hashes: Callable[[], Mapping[str, str]],
         *,
@@ -164,7 +164,7 @@ class Syncer:
         source_repo: str | None = None,
     ) -> None:
         self.backend = backend
-        self.conn = conn
+        self.mapping = mapping
         self._read = read
         self._hashes = hashes
         self._lock: AbstractContextManager[Any] = lock if lock is not None else nullcontext()
@@ -178,7 +178,7 @@ class Syncer:
         """Reconcile every memory and every mapping (renames found by hash)."""
         current = dict(self._hashes())
         with self._lock:
-            records = state.load_records(self.conn, self.backend.name)
+            records = self.mapping.records(self.backend.name)
         vanished = {name: rec for name, rec in records.items() if name not in current}
         by_hash: dict[str, list[str]] = {}
         for name, rec in vanished.items():
@@ -219,7 +219,7 @@ class Syncer:
             return report
         hashes = dict(self._hashes()) if current is None else current
         with self._lock:
-            records = state.load_records(self.conn, self.backend.name)
+            records = self.mapping.records(self.backend.name)
         self._probes_left = ADOPTION_PROBES if not records and not dry_run else 0
         self._adopting = False
         seen: set[str] = set()
@@ -272,7 +272,7 @@ class Syncer:
             records[new] = records.pop(old)
             return
         with self._lock:
-            moved = state.move_record(self.conn, self.backend.name, old, new)
+            moved = self.mapping.move(self.backend.name, old, new)
         if moved:
             record = records.pop(old)
             records[new] = state.SyncRecord(
@@ -343,11 +343,11 @@ class Syncer:
                 existing = found
         if len(parts) > len(existing):
             with self._lock:  # remote memories are about to be created: say so first
-                state.set_pending(self.conn, backend.name, memory.name, memory.hash)
+                self.mapping.set_pending(backend.name, memory.name, memory.hash)
         ids = upsert_parts(backend, draft, parts, existing)
         report.remote_calls += len(parts) + max(0, len(existing) - len(parts))
         with self._lock:
-            return state.write_record(self.conn, backend.name, memory.name, memory.hash, ids)
+            return self.mapping.write(backend.name, memory.name, memory.hash, ids)
 
     def _recover(self, name: str, parts: Sequence[str], known: Sequence[str]) -> list[str]:
         """Remote copies of ``name`` a crashed run created but never recorded, oldest first.
@@ -367,7 +367,7 @@ class Syncer:
                 if hit.remote_id not in candidates and hit.remote_id not in known:
                     candidates.append(hit.remote_id)
         with self._lock:
-            mapped = state.mapped_remote_ids(self.conn, self.backend.name, candidates)
+            mapped = self.mapping.mapped(self.backend.name, candidates)
         found = []
         for remote_id in candidates:
             if remote_id in mapped:
@@ -399,4 +399,4 @@ class Syncer:
                 pass  # already gone on the service: nothing left to obsolete
             report.remote_calls += 1
         with self._lock:
-            state.delete_record(self.conn, self.backend.name, name)
+            self.mapping.delete(self.backend.name, name)

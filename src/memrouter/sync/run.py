@@ -7,7 +7,6 @@ runs it against each target and drains the queue of what every target took.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,10 @@ from memrouter.config import Config
 from memrouter.errors import BackendUnavailable, InvalidInput
 from memrouter.model import Memory
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.sync.state import SyncState
+
 __all__ = ["CHANGE_SETS", "run_sync", "run_validate"]
 
 CHANGE_SETS = ("all", "staged", "queue")
@@ -23,7 +26,7 @@ CHANGE_SETS = ("all", "staged", "queue")
 
 def run_sync(
     targets: Sequence[Any],
-    conn: sqlite3.Connection,
+    mapping: SyncState,
     config: Config,
     read: Callable[[str], Memory],
     current_hashes: Callable[[], dict[str, str]],
@@ -53,12 +56,13 @@ def run_sync(
     source_repo = config.project_dir.name if config.project_dir else None
     for target in targets:
         syncer = Syncer(
-            target, conn, read, current_hashes, lock=lock, project_dir=config.project_dir, source_repo=source_repo
+            target, mapping, read, current_hashes, lock=lock, project_dir=config.project_dir, source_repo=source_repo
         )
-        if changes == "all":
-            reports.append(syncer.sync_all(dry_run=dry_run, force=force))
-        else:
-            reports.append(syncer.run(listed, dry_run=dry_run, force=force))
+        with mapping.exclusive(target.name):  # another machine's run of this project waits here
+            if changes == "all":
+                reports.append(syncer.sync_all(dry_run=dry_run, force=force))
+            else:
+                reports.append(syncer.run(listed, dry_run=dry_run, force=force))
     if changes == "queue" and entries and not dry_run:
         done = set.intersection(*(report.done for report in reports))
         remove_done(queue_path, entries, done)
@@ -67,7 +71,7 @@ def run_sync(
 
 def run_validate(
     targets: Sequence[Any],
-    conn: sqlite3.Connection,
+    mapping: SyncState,
     current: dict[str, str],
     lock: Any,
     *,
@@ -84,5 +88,5 @@ def run_validate(
                 raise BackendUnavailable(f"{target.name} is unavailable at {target.endpoint}")
             remote = target
         with lock:
-            reports.append(validate(conn, target.name, current, remote=remote))
+            reports.append(validate(mapping, target.name, current, remote=remote))
     return reports

@@ -16,7 +16,13 @@ created are looked up by their content before anything is created again
 (see ``memrouter.sync.engine``), so re-running converges with no duplicates.
 
 The state is derived data like the rest of the index; losing the index file
-loses the mapping (the next sync then recreates the remote copies).
+loses the mapping (the next sync then looks for the remote copies before
+creating any: ``memrouter.sync.engine``).
+
+A project with a shared PostgreSQL index (``[index] url``) keeps its mapping
+there instead (``memrouter.sync.pgstate``), so every machine that syncs
+the repository sees the copies the others made. ``SyncState`` is what both
+stores answer; ``LocalSyncState`` is the index database's.
 """
 
 from __future__ import annotations
@@ -24,13 +30,17 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from memrouter.index.connection import transaction
 
 __all__ = [
+    "LocalSyncState",
     "SyncRecord",
+    "SyncState",
     "delete_record",
     "load_records",
     "mapped_remote_ids",
@@ -155,3 +165,61 @@ def move_record(conn: sqlite3.Connection, backend: str, old: str, new: str) -> b
         ).rowcount
         conn.execute("UPDATE sync_remote SET name = ? WHERE backend = ? AND name = ?", (new, backend, old))
     return bool(moved)
+
+
+class SyncState(Protocol):
+    """Where a project's sync mapping is kept: the local index (``LocalSyncState``) or PostgreSQL."""
+
+    location: str
+
+    def records(self, backend: str) -> dict[str, SyncRecord]: ...
+    def record(self, backend: str, name: str) -> SyncRecord | None: ...
+    def mapped(self, backend: str, remote_ids: Iterable[str]) -> dict[str, str]: ...
+    def set_pending(self, backend: str, name: str, hash_: str) -> None: ...
+    def write(self, backend: str, name: str, hash_: str, remote_ids: Iterable[str]) -> SyncRecord: ...
+    def delete(self, backend: str, name: str) -> None: ...
+    def move(self, backend: str, old: str, new: str) -> bool: ...
+    def synced_count(self, backend: str) -> int: ...
+    def exclusive(self, backend: str) -> AbstractContextManager[None]:
+        """Held for one sync run to ``backend``: runs of one project wait for each other."""
+        ...
+
+
+class LocalSyncState:
+    """The sync mapping in the local index database (the functions above, bound to ``conn``)."""
+
+    location = "the local index"
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def records(self, backend: str) -> dict[str, SyncRecord]:
+        return load_records(self.conn, backend)
+
+    def record(self, backend: str, name: str) -> SyncRecord | None:
+        return load_record(self.conn, backend, name)
+
+    def mapped(self, backend: str, remote_ids: Iterable[str]) -> dict[str, str]:
+        return mapped_remote_ids(self.conn, backend, remote_ids)
+
+    def set_pending(self, backend: str, name: str, hash_: str) -> None:
+        set_pending(self.conn, backend, name, hash_)
+
+    def write(self, backend: str, name: str, hash_: str, remote_ids: Iterable[str]) -> SyncRecord:
+        return write_record(self.conn, backend, name, hash_, remote_ids)
+
+    def delete(self, backend: str, name: str) -> None:
+        delete_record(self.conn, backend, name)
+
+    def move(self, backend: str, old: str, new: str) -> bool:
+        return move_record(self.conn, backend, old, new)
+
+    def synced_count(self, backend: str) -> int:
+        row = self.conn.execute(
+            "SELECT count(*) FROM sync_state WHERE backend = ? AND remote_ids != '[]'", (backend,)
+        ).fetchone()
+        return int(row[0])
+
+    @contextmanager
+    def exclusive(self, backend: str) -> Iterator[None]:
+        yield  # one index connection: the router's lock already orders its runs

@@ -17,7 +17,6 @@ orphaned remote ids.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 from memrouter.backends.base import Backend
 from memrouter.errors import NotFound
-from memrouter.sync.state import SyncRecord, load_record, load_records
+from memrouter.sync.state import SyncRecord, SyncState
 
 __all__ = ["FreshnessEntry", "FreshnessReport", "memory_state", "validate", "state_of"]
 
@@ -80,7 +79,7 @@ class FreshnessReport:
 
 
 def validate(
-    conn: sqlite3.Connection,
+    mapping: SyncState,
     backend_name: str,
     current: Mapping[str, str],
     *,
@@ -88,7 +87,7 @@ def validate(
 ) -> FreshnessReport:
     """The report for ``backend_name`` over ``current`` (every memory name -> content hash)."""
     started = time.perf_counter()
-    records = load_records(conn, backend_name)
+    records = mapping.records(backend_name)
     details: list[FreshnessEntry] = []
     counts = {"in_sync": 0, "stale": 0, "missing": 0, "orphaned": 0}
     gone_remote: list[str] = []
@@ -127,9 +126,9 @@ def state_of(record: SyncRecord | None, content_hash: str) -> tuple[str, str]:
     return "in_sync", ""
 
 
-def memory_state(conn: sqlite3.Connection, backend_name: str, name: str, content_hash: str) -> tuple[str, str]:
+def memory_state(mapping: SyncState, backend_name: str, name: str, content_hash: str) -> tuple[str, str]:
     """(state, why) of one memory on ``backend_name``: one row read, the rule ``validate`` applies to all."""
-    return state_of(load_record(conn, backend_name, name), content_hash)
+    return state_of(mapping.record(backend_name, name), content_hash)
 
 
 def _exists(backend: Backend, remote_id: str) -> bool:
