@@ -22,7 +22,7 @@ configured) beside an SQLite FTS5 ``bm25()`` table over the same texts in the
 same run (the baseline).
 
     .venv/bin/python benchmarks/bench_pg_scale.py [--chunks 1000000] [--per-memory 4] [--queries 200]
-        [--ef 40,100,200] [--m 16] [--ef-construction 64] [--lexical-only]
+        [--ef 40,100,200] [--m 16] [--ef-construction 64] [--lexical-only] [--shared-buffers 4GB]
 
 Lexical search is timed as shipped (a common word's best postings only,
 ``memrouter.pgindex.bm25``) and reading every posting (exact), with how often
@@ -50,6 +50,7 @@ from memrouter.model import Filters
 from memrouter.pgindex.bm25 import POSTINGS_CAP
 from memrouter.pgindex.schema import HNSW_EF_CONSTRUCTION, HNSW_M
 from memrouter.store.parse import parse_memory
+from memrouter.testing.postgres_server import PostgresServer, start_again, stop
 
 PROJECT = "scale"
 MODEL = "all-MiniLM-L6-v2"
@@ -195,6 +196,69 @@ def timed(call: object, items: list[object], rounds: int) -> tuple[float, float]
     return percentiles(samples)
 
 
+def with_shared_buffers(server: PostgresServer, size: str | None) -> PostgresServer:
+    """``server`` restarted with ``shared_buffers = size`` (the HNSW graph held in PostgreSQL's own cache), or as is."""
+    if not size:
+        return server
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'".encode())
+    stop(server)
+    restarted = start_again(server)
+    print(f"PostgreSQL restarted with shared_buffers = {size}")
+    return restarted
+
+
+def measure(
+    url: str, args: argparse.Namespace, texts: list[list[str]], query_vectors: np.ndarray | None, exact: list[set[int]]
+) -> tuple[float, float]:
+    """Print recall and dense latency per ef_search and lexical latency (pruned and exact); lexical p50/p95."""
+    import psycopg
+
+    from memrouter.pgindex.connect import EF_SEARCH, Database
+    from memrouter.pgindex.store import PgIndex
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM memories WHERE project = %s ORDER BY id", (PROJECT,))]
+        size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()
+    print(f"database size {size[0] if size else '?'}")
+    filters = Filters()
+    if query_vectors is not None:
+        # ids were given in the order the memories were copied: chunk n of memory k is vector k * per_memory + n
+        chunk_keys = {
+            (memory_id, o): k * args.per_memory + o for k, memory_id in enumerate(ids) for o in range(args.per_memory)
+        }
+        print(f"HNSW m {args.m}, ef_construction {args.ef_construction}")
+        for ef in (int(v) for v in args.ef.split(",")):
+            recall = hnsw_recall(url, query_vectors, exact, ef, chunk_keys)
+            at_ef = Database(url, ef_search=ef)
+            index = PgIndex(at_ef, PROJECT)
+            dense50, dense95 = timed(
+                lambda v, i=index: i.dense(v, MODEL, filters, 10), list(query_vectors), args.rounds
+            )
+            at_ef.close()
+            shipped = " (the shipped ef_search)" if ef == EF_SEARCH else ""
+            print(f"hnsw.ef_search {ef}{shipped}: recall@10 against exact {recall:.3f}, "
+                  f"PgIndex.dense p50 {dense50:.2f} ms p95 {dense95:.2f} ms")  # fmt: skip
+
+    database = Database(url)
+    index = PgIndex(database, PROJECT)
+    lex50, lex95 = timed(lambda t: index.lexical(t, filters, 10), texts, args.rounds)  # type: ignore[arg-type]
+    print(f"PgIndex.lexical (best {POSTINGS_CAP} postings per word) p50 {lex50:.2f} ms p95 {lex95:.2f} ms")
+    all50, all95 = timed(lambda t: index.lexical(t, filters, 10, cap=None), texts, args.rounds)  # type: ignore[arg-type]
+    print(f"PgIndex.lexical reading every posting (exact) p50 {all50:.2f} ms p95 {all95:.2f} ms")
+    agree = same = 0
+    for terms in texts:
+        pruned, exact_hits = index.lexical(terms, filters, 10), index.lexical(terms, filters, 10, cap=None)
+        agree += len({n for n, _ in pruned} & {n for n, _ in exact_hits}) / max(1, len(exact_hits))
+        same += [n for n, _ in pruned] == [n for n, _ in exact_hits]
+    print(f"pruned against exact: top-10 overlap {agree / len(texts):.3f}, "
+          f"same top-10 in the same order for {same} of {len(texts)} queries")  # fmt: skip
+    database.close()
+    return lex50, lex95
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=1_000_000)
@@ -206,11 +270,10 @@ def main() -> None:
     parser.add_argument("--ef-construction", type=int, default=HNSW_EF_CONSTRUCTION, help="HNSW build candidates")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--lexical-only", action="store_true", help="no vectors: memories and postings only")
+    parser.add_argument("--shared-buffers", help="restart PostgreSQL with this shared_buffers (e.g. 4GB) before timing")
     args = parser.parse_args()
     from memrouter.embed import embed_many, get_embedder
     from memrouter.index.text import query_terms
-    from memrouter.pgindex.connect import EF_SEARCH, Database
-    from memrouter.pgindex.store import PgIndex
     from memrouter.testing.postgres_server import running_postgres
 
     rng = np.random.default_rng(7)
@@ -226,6 +289,7 @@ def main() -> None:
     print(f"{count:,} memories, {chunks:,} chunks ({args.per_memory} per memory) from {len(pool):,} paragraphs")
 
     asked = questions()[: args.queries]
+    texts = [query_terms(q) for q in [*asked, *QUERIES]]
     vectors = query_vectors = None
     exact: list[set[int]] = []
     if not args.lexical_only:
@@ -243,52 +307,17 @@ def main() -> None:
         del scores
         print(f"exact top-10 of {len(asked)} queries (numpy): {time.perf_counter() - started:.1f} s")
 
-    with running_postgres() as server:
-        took = load(server.url, memories, args.per_memory, vectors, (args.m, args.ef_construction))
+    with running_postgres() as started_server:
+        took = load(started_server.url, memories, args.per_memory, vectors, (args.m, args.ef_construction))
         for step, seconds in took.items():
             print(f"load: {step} {seconds:.1f} s")
-        import psycopg
-
-        with psycopg.connect(server.url, autocommit=True) as conn:
-            ids = [row[0] for row in conn.execute("SELECT id FROM memories WHERE project = %s ORDER BY id", (PROJECT,))]
-            size = conn.execute("SELECT pg_size_pretty(pg_database_size(current_database()))").fetchone()
-        print(f"database size {size[0] if size else '?'}")
-        filters = Filters()
-        if query_vectors is not None:
-            # ids were given in the order the memories were copied: chunk n of memory k is vector k * per_memory + n
-            chunk_keys = {
-                (memory_id, o): k * args.per_memory + o
-                for k, memory_id in enumerate(ids)
-                for o in range(args.per_memory)
-            }
-            print(f"HNSW m {args.m}, ef_construction {args.ef_construction}")
-            for ef in (int(v) for v in args.ef.split(",")):
-                recall = hnsw_recall(server.url, query_vectors, exact, ef, chunk_keys)
-                at_ef = Database(server.url, ef_search=ef)
-                index = PgIndex(at_ef, PROJECT)
-                dense50, dense95 = timed(
-                    lambda v, i=index: i.dense(v, MODEL, filters, 10), list(query_vectors), args.rounds
-                )
-                at_ef.close()
-                shipped = " (the shipped ef_search)" if ef == EF_SEARCH else ""
-                print(f"hnsw.ef_search {ef}{shipped}: recall@10 against exact {recall:.3f}, "
-                      f"PgIndex.dense p50 {dense50:.2f} ms p95 {dense95:.2f} ms")  # fmt: skip
-
-        database = Database(server.url)
-        index = PgIndex(database, PROJECT)
-        texts = [query_terms(q) for q in [*asked, *QUERIES]]
-        lex50, lex95 = timed(lambda t: index.lexical(t, filters, 10), texts, args.rounds)  # type: ignore[arg-type]
-        print(f"PgIndex.lexical (best {POSTINGS_CAP} postings per word) p50 {lex50:.2f} ms p95 {lex95:.2f} ms")
-        all50, all95 = timed(lambda t: index.lexical(t, filters, 10, cap=None), texts, args.rounds)  # type: ignore[arg-type]
-        print(f"PgIndex.lexical reading every posting (exact) p50 {all50:.2f} ms p95 {all95:.2f} ms")
-        agree = same = 0
-        for terms in texts:
-            pruned, exact_hits = index.lexical(terms, filters, 10), index.lexical(terms, filters, 10, cap=None)
-            agree += len({n for n, _ in pruned} & {n for n, _ in exact_hits}) / max(1, len(exact_hits))
-            same += [n for n, _ in pruned] == [n for n, _ in exact_hits]
-        print(f"pruned against exact: top-10 overlap {agree / len(texts):.3f}, "
-              f"same top-10 in the same order for {same} of {len(texts)} queries")  # fmt: skip
-        database.close()
+        server = with_shared_buffers(started_server, args.shared_buffers)
+        try:
+            lexical = measure(server.url, args, texts, query_vectors, exact)
+        finally:
+            if server is not started_server:
+                stop(server)
+    lex50, lex95 = lexical
 
     fts = sqlite3.connect(":memory:")
     fts.execute("CREATE VIRTUAL TABLE docs USING fts5(name, title, body)")

@@ -24,7 +24,8 @@ def _wombats(root: Path) -> None:
     """Forty memories saying "wombat" (each a different number of times), three of them "quokka" too."""
     for n in range(40):
         extra = " quokka sighting" if n in (5, 17, 33) else ""
-        write(root, f"bulk/w{n:02}", f"# Note {n}\n\n{'wombat ' * (1 + n % 7)}burrows near the creek{extra}.\n")
+        moss = "moss " * n  # no two notes of one length: no ties
+        write(root, f"bulk/w{n:02}", f"# Note {n}\n\n{'wombat ' * (1 + n % 7)}burrows near the creek{extra}. {moss}\n")
 
 
 def _exact(store: PgIndex, terms: list[str], share: float = 0.0) -> dict[str, float]:

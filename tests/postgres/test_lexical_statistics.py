@@ -110,7 +110,10 @@ def test_a_database_from_before_the_statistics_gets_them(memories: Path, tmp_pat
             "DROP COLUMN overviews_known"
         )
         conn.execute("ALTER TABLE memories DROP COLUMN overview_id")
-        conn.execute("DELETE FROM memrouter_migrations WHERE name >= %s", (STATISTICS,))
+        conn.execute(
+            "DELETE FROM memrouter_migrations WHERE name = ANY(%s)",
+            ([STATISTICS, "0005_folder_overviews", "0006_postings_impact"],),
+        )
     with open_router(memories, tmp_path / "index", database_url) as router:
         scores_agree(database_url, router, "postgres migration deploy")  # migrated on opening
         assert_statistics_exact(database_url)

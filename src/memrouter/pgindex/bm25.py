@@ -42,7 +42,7 @@ IMPACT = f"{{tf}} / ({{tf}} + {K1} * (1 - {B} + {B} * {{length}} / {{ref}}))"
 
 _STATISTICS = """
 WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {project} s),
-q AS (SELECT t.term, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {terms} t CROSS JOIN st
+q AS (SELECT t.term, t.df, ln(1.0 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf FROM {terms} t CROSS JOIN st
       WHERE t.term = ANY(%(terms)s)),"""
 _CONTRIBUTION = f"q.idf * {K1 + 1.0} * p.tf / (p.tf + {K1} * (1 - {B} + {B} * p.length / st.avgdl))"
 _EVERY_POSTING = "{postings} p JOIN q ON q.term = p.term CROSS JOIN st"
@@ -80,7 +80,8 @@ def _statement(*, pruned: bool, lend: bool) -> str:
     head = f"{_STATISTICS}\n{own}\n{_LENT if lend else ''}\n{best}"
     if not pruned:
         return head + _RESULT
-    # The ranked memories scored exactly: every posting of every query term, and what the overview lends.
+    # The ranked memories scored exactly: every posting of every query term, and what the overview lends;
+    # when no query word has more postings than the cap, the ranking read them all and is exact already.
     borrowed = (
         f"UNION ALL SELECT r.memory_id, p.term, %(share)s * {_CONTRIBUTION} AS c FROM ranked r "
         "JOIN {memories} m ON m.id = r.memory_id JOIN {postings} p ON p.memory_id = m.overview_id "
@@ -95,8 +96,10 @@ exact AS (
     {borrowed}
 ),
 scored AS (
-    SELECT memory_id, sum(c) AS score FROM (SELECT memory_id, max(c) AS c FROM exact GROUP BY memory_id, term) t
-    GROUP BY memory_id
+    SELECT memory_id, score FROM ranked WHERE (SELECT max(df) FROM q) <= %(cap)s
+    UNION ALL
+    SELECT memory_id, sum(c) FROM (SELECT memory_id, max(c) AS c FROM exact GROUP BY memory_id, term) t
+    WHERE (SELECT max(df) FROM q) > %(cap)s GROUP BY memory_id
 ){_RESULT}"""
 
 
