@@ -90,8 +90,9 @@ for n in range(200):
 
 
 def test_many_processes_share_the_scratchpad_file(tmp_path: Path) -> None:
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), f"owner-{n}"]) for n in range(4)]
-    assert [p.wait(timeout=120) for p in writers] == [0] * 4
+    # Eight processes open the new file at once (its switch to WAL once failed here under load).
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), f"owner-{n}"]) for n in range(8)]
+    assert [p.wait(timeout=120) for p in writers] == [0] * 8
     pad = Scratchpad(tmp_path)
-    assert [len(pad.read(f"owner-{n}")) for n in range(4)] == [200] * 4
+    assert [len(pad.read(f"owner-{n}")) for n in range(8)] == [200] * 8
     pad.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memrouter.errors import InvalidInput
-from memrouter.index.connection import connect, transaction
+from memrouter.index.connection import connect, enable_wal, transaction
 from memrouter.model import Hit, Match
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "ScratchNote", "Scratchpad"]
@@ -67,7 +67,7 @@ class Scratchpad:
         self.ttl = ttl
         self.clock = clock
         self.conn = connect(self.path)
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(self.conn)
         with transaction(self.conn):
             self.conn.execute(_SCHEMA)
 

@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -134,6 +135,39 @@ def test_begin_immediate_gives_up_with_index_busy_after_the_wait(tmp_path: Path)
         other.execute("ROLLBACK")
         other.close()
         index.close()
+
+
+def test_switching_a_new_file_to_wal_waits_for_the_process_holding_it(tmp_path: Path) -> None:
+    from memrouter.index.connection import connect, enable_wal
+
+    path = tmp_path / "new.sqlite"
+    opener = connect(path)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # holds the file from its first write until it closes
+    holder.execute("CREATE TABLE t (x)")
+    opener.execute("PRAGMA busy_timeout = 0")  # as when SQLite refuses the switch without its busy handler
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        opener.execute("PRAGMA journal_mode = WAL")
+    timer = threading.Timer(0.3, holder.close)
+    timer.start()
+    try:
+        enable_wal(opener)
+        assert opener.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        timer.join()
+        opener.close()
+    opener = connect(tmp_path / "other.sqlite")
+    opener.write_wait = 0.2
+    holder = sqlite3.connect(tmp_path / "other.sqlite", isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("CREATE TABLE t (x)")
+    try:
+        opener.execute("PRAGMA busy_timeout = 0")
+        with pytest.raises(IndexBusy):  # and gives up after the write wait, saying why
+            enable_wal(opener)
+    finally:
+        holder.close()
+        opener.close()
 
 
 def _make_read_only(folder: Path) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "IndexConnection",
     "begin_immediate",
     "connect",
+    "enable_wal",
     "error_name",
     "is_busy",
     "is_damage",
@@ -96,6 +97,33 @@ def connect(path: Path | str, *, uri: bool = False) -> IndexConnection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA cache_size = -32768")  # 32 MiB: index builds touch many pages
     return conn
+
+
+def enable_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while other processes opening the same new file hold it.
+
+    SQLite may refuse the switch with "database is locked" at once, without its busy handler (another
+    connection is switching the file or recovering its log), so the first processes to open a new
+    database at the same moment retry, with jitter, for up to ``write_wait`` seconds.
+    """
+    wait = float(getattr(conn, "write_wait", DEFAULT_WRITE_WAIT))
+    deadline = time.monotonic() + wait
+    attempt = 0
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise IndexBusy(
+                    f"{_database_of(conn)} was locked by other processes for over {wait:.0f} s; try again"
+                ) from exc
+            import random  # lazy: only contended opens need it
+
+            time.sleep(random.uniform(0.001, min(0.005 * 2**attempt, 0.2)))
+            attempt += 1
 
 
 def begin_immediate(conn: sqlite3.Connection) -> None:

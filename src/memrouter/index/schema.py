@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from memrouter.errors import IndexCorrupt
-from memrouter.index.connection import transaction
+from memrouter.index.connection import enable_wal, transaction
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ def check(conn: sqlite3.Connection) -> None:
 
 def migrate(conn: sqlite3.Connection, migrations: list[Migration], *, wal: bool = True) -> None:
     if wal:
-        conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
     done: set[str] = set()
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone():

@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from memrouter.errors import StorageError
-from memrouter.index.connection import DEFAULT_WRITE_WAIT, IndexConnection, connect, storage_error, transaction
+from memrouter.index.connection import (
+    DEFAULT_WRITE_WAIT,
+    IndexConnection,
+    connect,
+    enable_wal,
+    storage_error,
+    transaction,
+)
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "TeamStore"]
 
@@ -81,7 +88,7 @@ class TeamStore:
         try:
             self.conn: IndexConnection = connect(path)
             self.conn.write_wait = write_wait
-            self.conn.execute("PRAGMA journal_mode = WAL")
+            enable_wal(self.conn)
             # WAL with NORMAL survives a process crash; only a power loss may drop the last commits.
             self.conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
