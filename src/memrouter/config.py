@@ -65,7 +65,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
     "embed": ("model", "background"),
-    "index": ("write_wait", "url", "project"),
+    "index": ("write_wait", "url", "project", "ef_search"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
     "context": ("margin",),
@@ -123,6 +123,9 @@ class IndexConfig:
     # This repository's key in that database (``MEMROUTER_PROJECT``); None: derived from the git remote
     # (``memrouter.projectkey``), and refused when there is none.
     project: str | None = None
+    # Candidates pgvector's HNSW search keeps per dense query in that database (``hnsw.ef_search``): more
+    # finds more of the true nearest chunks in a large project, and takes longer (``bench_pg_scale.py``).
+    ef_search: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +187,7 @@ class Config:
             "embedder": self.embedder,
             "embed_background": self.embed_background,
             "write_wait": self.index.write_wait,
+            "ef_search": self.index.ef_search,
             "database": redacted_url(self.index.url) if self.index.url else None,
             "project_key": self.project_key if self.index.url else self.index.project,
             "scratch_ttl": self.scratch_ttl,
@@ -396,7 +400,10 @@ def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
         raise ConfigError(f"[index] write_wait: {exc}") from exc
     if not 0 < wait <= 3600:
         raise ConfigError("[index] write_wait must be between 0 and 3600 seconds")
-    return IndexConfig(wait, url, project)
+    ef_search = section.get("ef_search", IndexConfig().ef_search)
+    if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
+        raise ConfigError("[index] ef_search must be a whole number from 1 to 1000")
+    return IndexConfig(wait, url, project, ef_search)
 
 
 def _section_numbers(section: Any, name: str, defaults: dict[str, float]) -> dict[str, float]:

@@ -65,7 +65,7 @@ class PgSearch(CanonicalSearch):
             if not url:
                 raise ConfigError("no database configured: set [index] url or MEMROUTER_DATABASE_URL")
             database = self._shared.get(url) if self._shared is not None else Database(url)
-            self._store = PgIndex(database, self.config.project_key)
+            self._store = PgIndex(database, self.config.project_key, ef_search=self.config.index.ef_search)
         mark = local_mark(self.conn)
         if mark != self._pushed:
             if self._store.scope.mark() != mark:  # another process of this index may have copied it already

@@ -70,3 +70,32 @@ def test_without_a_project_key_or_a_remote_nothing_is_pushed(tmp_path: Path, dat
     assert done.returncode == 2 and "no git remote" in done.stderr and "MEMROUTER_PROJECT" in done.stderr
     with psycopg.connect(database_url) as conn:  # refused before connecting: not even the tables were made
         assert conn.execute("SELECT to_regclass('memories')").fetchone() == (None,)
+
+
+def test_index_ef_search_is_set_for_each_dense_search(tmp_path: Path, database_url: str, postgres_server) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL logs every statement of this database: the dense search ran with the configured ef_search."""
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {name} SET log_statement = 'all'".encode())
+    log = postgres_server.data.parent / "server.log"
+    for ef_search in (321, 100):  # 100 is the pool's own setting: no statement of its own
+        memories = repo(tmp_path / str(ef_search), f'[index]\nurl = "{database_url}"\nproject = "p{ef_search}"\n'
+                        f'ef_search = {ef_search}\n[embed]\nmodel = "hash"\n')  # fmt: skip
+        before = log.stat().st_size
+        with Router.open(root=memories, index_dir=tmp_path / str(ef_search) / "idx") as router:
+            assert router.status()["config"]["ef_search"] == ef_search
+            assert router.search("flaky tests", mode="semantic")
+        with log.open(encoding="utf-8", errors="replace") as lines:
+            lines.seek(before)
+            logged = lines.read()
+        if ef_search == 321:
+            assert "SET LOCAL hnsw.ef_search = 321" in logged
+        else:
+            assert "SET hnsw.ef_search = 100" in logged and "SET LOCAL hnsw.ef_search" not in logged
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "2.5", '"many"', "true"])
+def test_index_ef_search_outside_its_range_is_refused(tmp_path: Path, value: str) -> None:
+    memories = repo(tmp_path, f"[index]\nef_search = {value}\n")
+    with pytest.raises(ConfigError, match="ef_search"):
+        Router.open(root=memories, index_dir=tmp_path / "idx")

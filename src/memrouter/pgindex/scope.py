@@ -55,13 +55,21 @@ class ProjectScope:
             raise ValueError(f"unscoped statement: {template[:80]!r}")
         return template.format(**_SCOPED)
 
-    def rows(self, template: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The rows of one read (a dict per row)."""
+    def rows(
+        self, template: str, params: dict[str, Any] | None = None, *, ef_search: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows of one read (a dict per row); ``ef_search``: ``hnsw.ef_search`` for this read only."""
         from psycopg.rows import dict_row
 
+        statement, values = self.sql(template).encode(), {**(params or {}), "project": self.project}
         with self.database.connection() as conn, conn.cursor(row_factory=dict_row) as cursor:
-            cursor.execute(self.sql(template).encode(), {**(params or {}), "project": self.project})
-            return cursor.fetchall()
+            if ef_search is None or ef_search == self.database.ef_search:  # the pool's own setting
+                cursor.execute(statement, values)
+                return cursor.fetchall()
+            with conn.transaction():
+                cursor.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}".encode())
+                cursor.execute(statement, values)
+                return cursor.fetchall()
 
     def mark(self) -> str:
         """The mark of the local index the project's rows last matched ('' if none)."""

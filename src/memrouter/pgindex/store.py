@@ -38,9 +38,11 @@ def vector_text(values: Any) -> str:
 class PgIndex:
     """One project's searches and listings over the PostgreSQL rows."""
 
-    def __init__(self, database: Database, project: str) -> None:
+    def __init__(self, database: Database, project: str, *, ef_search: int | None = None) -> None:
+        """``ef_search``: HNSW candidates per dense query (``[index] ef_search``; None: the pool's setting)."""
         self.database = database
         self.scope = ProjectScope(database, project)
+        self.ef_search = ef_search
 
     @property
     def project(self) -> str:
@@ -89,6 +91,7 @@ class PgIndex:
                 f"FROM ({source}) n JOIN {{memories}} m ON m.id = n.memory_id WHERE true{where} "
                 "ORDER BY n.distance, m.name LIMIT %(k)s",
                 {**params, "depth": depth, "k": wanted},
+                ef_search=self.ef_search,
             )
             if len(rows) >= wanted or depth is None:
                 break
