@@ -125,7 +125,7 @@ class IndexConfig:
     project: str | None = None
     # Candidates pgvector's HNSW search keeps per dense query in that database (``hnsw.ef_search``): more
     # finds more of the true nearest chunks in a large project, and takes longer (``bench_pg_scale.py``).
-    ef_search: int = 100
+    ef_search: int = 500  # pgindex.connect.EF_SEARCH
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from postgres.test_lexical_statistics import PROJECT, open_router, scores_agree
 
 from memrouter.index.text import query_terms
 from memrouter.model import Filters
+from memrouter.pgindex import bm25
 from memrouter.pgindex.bm25 import IMPACT
 from memrouter.pgindex.connect import Database
 from memrouter.pgindex.store import PgIndex
@@ -33,7 +34,7 @@ def _exact(store: PgIndex, terms: list[str], share: float = 0.0) -> dict[str, fl
 
 
 @pytest.mark.parametrize("cap", [1, 2, 3, 5])
-def test_what_a_pruned_search_returns_it_scores_exactly(tmp_path: Path, database_url: str, cap: int) -> None:
+def test_a_pruned_search_finds_the_exact_scans_best(tmp_path: Path, database_url: str, cap: int) -> None:
     root = tmp_path / "repo" / ".serena" / "memories"
     _wombats(root)
     with open_router(root, tmp_path / "index", database_url) as router:
@@ -41,20 +42,44 @@ def test_what_a_pruned_search_returns_it_scores_exactly(tmp_path: Path, database
     database = Database(database_url)
     try:
         store = PgIndex(database, PROJECT)
-        for query in ("wombat quokka", "wombat burrows", "creek"):
+        for query in ("wombat quokka", "wombat burrows", "creek moss", "wombat burrows quokka creek moss"):
+            terms = query_terms(query)
+            for limit in (1, 3, 5):
+                best = sorted(_exact(store, terms).items(), key=lambda item: (-item[1], item[0]))[:limit]
+                found = store.lexical(terms, EVERYTHING, limit, cap=cap)
+                assert [name for name, _ in found] == [name for name, _ in best], (query, limit)
+                assert [score for _, score in found] == pytest.approx([score for _, score in best])
+        # "quokka" (3 notes) outweighs any number of "wombat"s: its notes come first, their "wombat" counted too
+        terms = query_terms("wombat quokka")
+        assert {name for name, _ in store.lexical(terms, EVERYTHING, 3, cap=cap)} == {
+            "bulk/w05",
+            "bulk/w17",
+            "bulk/w33",
+        }
+        tagged = store.lexical(terms, Filters(prefix="bulk/w1"), 3, cap=cap)  # filters apply in both passes
+        best = sorted(((n, v) for n, v in _exact(store, terms).items() if n.startswith("bulk/w1")), key=lambda i: -i[1])
+        assert [name for name, _ in tagged] == [name for name, _ in best[:3]]
+    finally:
+        database.close()
+
+
+@pytest.mark.parametrize("cap", [1, 2, 5])
+def test_without_the_exact_pass_what_a_search_returns_it_scores_exactly(
+    tmp_path: Path, database_url: str, cap: int
+) -> None:
+    root = tmp_path / "repo" / ".serena" / "memories"
+    _wombats(root)
+    with open_router(root, tmp_path / "index", database_url) as router:
+        router.publish()
+    database = Database(database_url)
+    try:
+        store = PgIndex(database, PROJECT)
+        for query in ("wombat quokka", "wombat burrows", "creek moss"):
             terms = query_terms(query)
             exact = _exact(store, terms)
-            found = store.lexical(terms, EVERYTHING, 5, cap=cap)
-            assert found, query
-            assert [score for _, score in found] == pytest.approx([exact[name] for name, _ in found])
+            found = bm25.search(store.scope, terms, EVERYTHING, 5, cap=cap, exact_pass=0)  # the first pass alone
+            assert found and [s for _, s in found] == pytest.approx([exact[name] for name, _ in found]), query
             assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
-        if cap >= 3:  # "quokka" (3 notes) is read whole: its notes come first, their "wombat" counted too,
-            # although no "wombat" posting among the best ``cap`` may be theirs
-            terms = query_terms("wombat quokka")
-            best = sorted(_exact(store, terms).items(), key=lambda item: (-item[1], item[0]))[:3]
-            found = store.lexical(terms, EVERYTHING, 3, cap=cap)
-            assert dict(found) == pytest.approx(dict(best))
-            assert {name for name, _ in best} == {"bulk/w05", "bulk/w17", "bulk/w33"}
     finally:
         database.close()
 

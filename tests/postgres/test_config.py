@@ -12,7 +12,9 @@ import pytest
 from helpers import SAMPLE, git, write
 
 from memrouter import Router
+from memrouter.config import IndexConfig
 from memrouter.errors import ConfigError
+from memrouter.pgindex.connect import EF_SEARCH
 
 
 def projects_in(url: str) -> dict[str, int]:
@@ -78,7 +80,7 @@ def test_index_ef_search_is_set_for_each_dense_search(tmp_path: Path, database_u
     with psycopg.connect(database_url, autocommit=True) as conn:
         conn.execute(f"ALTER DATABASE {name} SET log_statement = 'all'".encode())
     log = postgres_server.data.parent / "server.log"
-    for ef_search in (321, 100):  # 100 is the pool's own setting: no statement of its own
+    for ef_search in (321, EF_SEARCH):  # the default is the pool's own setting: no statement of its own
         memories = repo(tmp_path / str(ef_search), f'[index]\nurl = "{database_url}"\nproject = "p{ef_search}"\n'
                         f'ef_search = {ef_search}\n[embed]\nmodel = "hash"\n')  # fmt: skip
         before = log.stat().st_size
@@ -91,7 +93,8 @@ def test_index_ef_search_is_set_for_each_dense_search(tmp_path: Path, database_u
         if ef_search == 321:
             assert "SET LOCAL hnsw.ef_search = 321" in logged
         else:
-            assert "SET hnsw.ef_search = 100" in logged and "SET LOCAL hnsw.ef_search" not in logged
+            assert f"SET hnsw.ef_search = {EF_SEARCH}" in logged and "SET LOCAL hnsw.ef_search" not in logged
+    assert IndexConfig().ef_search == EF_SEARCH
 
 
 @pytest.mark.parametrize("value", ["0", "1001", "2.5", '"many"', "true"])
