@@ -3,6 +3,7 @@ search returns is scored exactly (``memrouter.pgindex.bm25``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -33,72 +34,58 @@ def _exact(store: PgIndex, terms: list[str], share: float = 0.0) -> dict[str, fl
     return dict(store.lexical(terms, EVERYTHING, 1000, share=share, cap=None))
 
 
-@pytest.mark.parametrize("cap", [1, 2, 3, 5])
-def test_a_pruned_search_finds_the_exact_scans_best(tmp_path: Path, database_url: str, cap: int) -> None:
+@pytest.fixture
+def wombats(tmp_path: Path, database_url: str) -> Iterator[PgIndex]:
+    """The forty notes of ``_wombats`` in PostgreSQL, read through a ``PgIndex``."""
     root = tmp_path / "repo" / ".serena" / "memories"
     _wombats(root)
     with open_router(root, tmp_path / "index", database_url) as router:
         router.publish()
     database = Database(database_url)
-    try:
-        store = PgIndex(database, PROJECT)
-        for query in ("wombat quokka", "wombat burrows", "creek moss", "wombat burrows quokka creek moss"):
-            terms = query_terms(query)
-            for limit in (1, 3, 5):
-                best = sorted(_exact(store, terms).items(), key=lambda item: (-item[1], item[0]))[:limit]
-                found = store.lexical(terms, EVERYTHING, limit, cap=cap)
-                assert [name for name, _ in found] == [name for name, _ in best], (query, limit)
-                assert [score for _, score in found] == pytest.approx([score for _, score in best])
-        # "quokka" (3 notes) outweighs any number of "wombat"s: its notes come first, their "wombat" counted too
-        terms = query_terms("wombat quokka")
-        assert {name for name, _ in store.lexical(terms, EVERYTHING, 3, cap=cap)} == {
-            "bulk/w05",
-            "bulk/w17",
-            "bulk/w33",
-        }
-        tagged = store.lexical(terms, Filters(prefix="bulk/w1"), 3, cap=cap)  # filters apply in both passes
-        best = sorted(((n, v) for n, v in _exact(store, terms).items() if n.startswith("bulk/w1")), key=lambda i: -i[1])
-        assert [name for name, _ in tagged] == [name for name, _ in best[:3]]
-    finally:
-        database.close()
+    yield PgIndex(database, PROJECT)
+    database.close()
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3, 5])
+def test_a_pruned_search_finds_the_exact_scans_best(wombats: PgIndex, cap: int) -> None:
+    store = wombats
+    for query in ("wombat quokka", "wombat burrows", "creek moss", "wombat burrows quokka creek moss"):
+        terms = query_terms(query)
+        for limit in (1, 3, 5):
+            best = sorted(_exact(store, terms).items(), key=lambda item: (-item[1], item[0]))[:limit]
+            found = store.lexical(terms, EVERYTHING, limit, cap=cap)
+            assert [name for name, _ in found] == [name for name, _ in best], (query, limit)
+            assert [score for _, score in found] == pytest.approx([score for _, score in best])
+    # "quokka" (3 notes) outweighs any number of "wombat"s: its notes come first, their "wombat" counted too
+    terms = query_terms("wombat quokka")
+    assert {name for name, _ in store.lexical(terms, EVERYTHING, 3, cap=cap)} == {
+        "bulk/w05",
+        "bulk/w17",
+        "bulk/w33",
+    }
+    tagged = store.lexical(terms, Filters(prefix="bulk/w1"), 3, cap=cap)  # filters apply in both passes
+    best = sorted(((n, v) for n, v in _exact(store, terms).items() if n.startswith("bulk/w1")), key=lambda i: -i[1])
+    assert [name for name, _ in tagged] == [name for name, _ in best[:3]]
 
 
 @pytest.mark.parametrize("cap", [1, 2, 5])
-def test_without_the_exact_pass_what_a_search_returns_it_scores_exactly(
-    tmp_path: Path, database_url: str, cap: int
-) -> None:
-    root = tmp_path / "repo" / ".serena" / "memories"
-    _wombats(root)
-    with open_router(root, tmp_path / "index", database_url) as router:
-        router.publish()
-    database = Database(database_url)
-    try:
-        store = PgIndex(database, PROJECT)
-        for query in ("wombat quokka", "wombat burrows", "creek moss"):
-            terms = query_terms(query)
-            exact = _exact(store, terms)
-            found = bm25.search(store.scope, terms, EVERYTHING, 5, cap=cap, exact_pass=0)  # the first pass alone
-            assert found and [s for _, s in found] == pytest.approx([exact[name] for name, _ in found]), query
-            assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
-    finally:
-        database.close()
+def test_without_the_exact_pass_what_a_search_returns_it_scores_exactly(wombats: PgIndex, cap: int) -> None:
+    store = wombats
+    for query in ("wombat quokka", "wombat burrows", "creek moss"):
+        terms = query_terms(query)
+        exact = _exact(store, terms)
+        found = bm25.search(store.scope, terms, EVERYTHING, 5, cap=cap, exact_pass=0)  # the first pass alone
+        assert found and [s for _, s in found] == pytest.approx([exact[name] for name, _ in found]), query
+        assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
 
 
-def test_a_cap_above_every_words_postings_is_the_exact_scan(tmp_path: Path, database_url: str) -> None:
-    root = tmp_path / "repo" / ".serena" / "memories"
-    _wombats(root)
-    with open_router(root, tmp_path / "index", database_url) as router:
-        router.publish()
-    database = Database(database_url)
-    try:
-        store = PgIndex(database, PROJECT)
-        terms = query_terms("wombat burrows quokka creek")
-        exact = store.lexical(terms, EVERYTHING, 10, cap=None)
-        for found in (store.lexical(terms, EVERYTHING, 10, cap=40), store.lexical(terms, EVERYTHING, 10)):  # 2000
-            assert [name for name, _ in found] == [name for name, _ in exact]
-            assert [score for _, score in found] == pytest.approx([score for _, score in exact])
-    finally:
-        database.close()
+def test_a_cap_above_every_words_postings_is_the_exact_scan(wombats: PgIndex) -> None:
+    store = wombats
+    terms = query_terms("wombat burrows quokka creek")
+    exact = store.lexical(terms, EVERYTHING, 10, cap=None)
+    for found in (store.lexical(terms, EVERYTHING, 10, cap=40), store.lexical(terms, EVERYTHING, 10)):  # 2000
+        assert [name for name, _ in found] == [name for name, _ in exact]
+        assert [score for _, score in found] == pytest.approx([score for _, score in exact])
 
 
 @pytest.mark.parametrize("cap", [1, 3])
