@@ -18,7 +18,7 @@ from memrouter.lazylog import LazyLogger
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -104,26 +104,9 @@ def enable_wal(conn: sqlite3.Connection) -> None:
 
     SQLite may refuse the switch with "database is locked" at once, without its busy handler (another
     connection is switching the file or recovering its log), so the first processes to open a new
-    database at the same moment retry, with jitter, for up to ``write_wait`` seconds.
+    database at the same moment retry it as a contended write is retried (``_until_free``).
     """
-    wait = float(getattr(conn, "write_wait", DEFAULT_WRITE_WAIT))
-    deadline = time.monotonic() + wait
-    attempt = 0
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if not is_busy(exc):
-                raise
-            if time.monotonic() >= deadline:
-                raise IndexBusy(
-                    f"{_database_of(conn)} was locked by other processes for over {wait:.0f} s; try again"
-                ) from exc
-            import random  # lazy: only contended opens need it
-
-            time.sleep(random.uniform(0.001, min(0.005 * 2**attempt, 0.2)))
-            attempt += 1
+    _until_free(conn, "PRAGMA journal_mode = WAL")
 
 
 def begin_immediate(conn: sqlite3.Connection) -> None:
@@ -132,32 +115,43 @@ def begin_immediate(conn: sqlite3.Connection) -> None:
     Each transaction that had to wait is counted in ``conn.busy_waits``; past
     ``conn.write_wait`` seconds in all, ``IndexBusy`` is raised.
     """
-    wait = float(getattr(conn, "write_wait", DEFAULT_WRITE_WAIT))
-    deadline = time.monotonic() + wait
-    attempt = 0
+
+    def waiting() -> None:
+        if isinstance(conn, IndexConnection):
+            conn.busy_waits += 1
+            conn.execute(f"PRAGMA busy_timeout = {BEGIN_SLICE_MS}")
+
     # The first attempt does not wait at all, so every write that had to wait is counted.
     conn.execute("PRAGMA busy_timeout = 0")
     try:
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if not is_busy(exc):
-                    raise
-                if attempt == 0 and isinstance(conn, IndexConnection):
-                    conn.busy_waits += 1
-                    conn.execute(f"PRAGMA busy_timeout = {BEGIN_SLICE_MS}")
-                if time.monotonic() >= deadline:
-                    raise IndexBusy(
-                        f"{_database_of(conn)} was locked by other processes for over {wait:.0f} s; try again"
-                    ) from exc
-                import random  # lazy: only contended writes need it
-
-                time.sleep(random.uniform(0.001, min(0.005 * 2**attempt, 0.2)))
-                attempt += 1
+        _until_free(conn, "BEGIN IMMEDIATE", waiting)
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+
+def _until_free(conn: sqlite3.Connection, statement: str, first_wait: Callable[[], None] | None = None) -> None:
+    """Run ``statement``, retrying "database is locked" with jittered sleeps (``first_wait`` runs before the
+    first); past ``conn.write_wait`` seconds in all, ``IndexBusy``."""
+    wait = float(getattr(conn, "write_wait", DEFAULT_WRITE_WAIT))
+    deadline = time.monotonic() + wait
+    attempt = 0
+    while True:
+        try:
+            conn.execute(statement)
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            if attempt == 0 and first_wait is not None:
+                first_wait()
+            if time.monotonic() >= deadline:
+                raise IndexBusy(
+                    f"{_database_of(conn)} was locked by other processes for over {wait:.0f} s; try again"
+                ) from exc
+            import random  # lazy: only contended writes need it
+
+            time.sleep(random.uniform(0.001, min(0.005 * 2**attempt, 0.2)))
+            attempt += 1
 
 
 def _database_of(conn: sqlite3.Connection) -> str:
