@@ -69,8 +69,9 @@ _LENT = """lent AS (
     FROM own o JOIN {memories} b ON b.overview_id = o.memory_id
     LEFT JOIN own mine ON mine.memory_id = b.id AND mine.term = o.term
 ),"""
+# ``most``: the most postings any query word has (is the pruned first pass exact?).
 _RESULT = """
-SELECT m.name, s.score FROM scored s JOIN {memories} m ON m.id = s.memory_id
+SELECT m.name, s.score, (SELECT max(df) FROM q) AS most FROM scored s JOIN {memories} m ON m.id = s.memory_id
 WHERE true{where}
 ORDER BY s.score DESC, m.name LIMIT %(limit)s
 """
@@ -175,7 +176,7 @@ def search(
         rows = scope.rows(sql, {**values, "depth": depth})
         if len(rows) >= limit:
             break
-    if pruned and len(rows) >= limit:
+    if pruned and len(rows) >= limit and rows[0]["most"] > cap:  # a word's postings were cut: the exact pass
         rows = _exact(scope, rows, where, {**values, "depth": limit * 4}, exact_pass) or rows
     return [(row["name"], float(row["score"])) for row in rows]
 
@@ -183,13 +184,11 @@ def search(
 def _exact(
     scope: ProjectScope, found: list[dict[str, Any]], where: str, values: dict[str, Any], budget: int
 ) -> list[dict[str, Any]] | None:
-    """The exact top of a pruned search (see the module docstring); None when the first pass read every
-    posting, or when the words to read whole hold more than ``budget`` postings."""
+    """The exact top of a pruned search that cut a word's postings (see the module docstring); None when
+    the words to read whole hold more than ``budget`` postings."""
     import math
 
     frequencies = scope.rows(_FREQUENCIES, values)
-    if all(row["df"] <= values["cap"] for row in frequencies):
-        return None  # every posting was read
     bounds = sorted(
         (math.log(1.0 + (row["n"] - row["df"] + 0.5) / (row["df"] + 0.5)) * (K1 + 1.0), row["term"])
         for row in frequencies
