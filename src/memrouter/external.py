@@ -105,10 +105,14 @@ class ExternalServices:
             return read(self.mapping())
         except BackendUnavailable as exc:
             log.warning("sync mapping in PostgreSQL unavailable, reading the local one: %s", exc)
-            if self._shared is not None:
-                self._shared.database.close()
-                self._shared, self._retry_at = None, time.monotonic() + MAPPING_RETRY_AFTER
+            self._lost_database()
             return read(LocalSyncState(self._conn()))
+
+    def _lost_database(self) -> None:
+        """Drop the pool of a database that failed; the next ``mapping`` connects afresh after a wait."""
+        if self._shared is not None:
+            self._shared.database.close()
+            self._shared, self._retry_at = None, time.monotonic() + MAPPING_RETRY_AFTER
 
     def search_one(self, name: str, query: str, limit: int, content: bool) -> list[Hit]:
         """Results from one backend only: the caller asked for it, so being down is an error."""
@@ -178,9 +182,7 @@ class ExternalServices:
                     if adopted:
                         log.info("%s: %d sync records copied to %s", target.name, adopted, self._shared.location)
         except BackendUnavailable as exc:  # writing a local mapping meanwhile would split it from the others'
-            if self._shared is not None:
-                self._shared.database.close()
-                self._shared, self._retry_at = None, time.monotonic() + MAPPING_RETRY_AFTER
+            self._lost_database()
             raise BackendUnavailable(
                 f"the sync mapping is in PostgreSQL, which cannot be reached: sync again once it is back ({exc})"
             ) from exc
