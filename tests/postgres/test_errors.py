@@ -69,3 +69,19 @@ def test_a_server_that_cannot_hold_the_index_is_a_contract_error(
         conn.execute(b"CREATE ROLE reader LOGIN")
     with pytest.raises(BackendContractError, match="cannot hold the memrouter index"):
         Database(database_url.replace("postgres@", "reader@"))
+
+
+def test_a_memory_holding_nul_characters_is_pushed_and_found(
+    memories: Path, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMROUTER_PROJECT", "project")
+    text = "---\ntags: [ok, 'x\\0y']\n---\n# Nul\x00title\n\n## Part\x00two\n\nzanzibar quokka \x00 payload\n"
+    (memories / "nul.md").write_text(text, encoding="utf-8")
+    with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False) as router:
+        assert [hit.name for hit in router.search("zanzibar quokka", mode="lexical")] == ["nul"]
+        assert not router.warnings  # answered by PostgreSQL, which holds the memory
+        assert (memories / "nul.md").read_text(encoding="utf-8") == text  # the file keeps its NULs
+    with psycopg.connect(database_url) as conn:
+        title, body = conn.execute("SELECT title, body FROM memories WHERE name = 'nul'").fetchone()  # type: ignore[misc]
+    assert title == "Nul\ufffdtitle" and "quokka \ufffd payload" in body

@@ -119,8 +119,18 @@ def _memory_rows(
         values["tags"] = list(tags)
         values["path"] = values["name"] + SUFFIX  # relative: the root differs from machine to machine
         values["vectors"] = models[values["name"]]
-        result.append((tuple(values[c] for c in MEMORY_COLUMNS), terms))
+        result.append((tuple(_text(values[c]) for c in MEMORY_COLUMNS), terms))
     return result
+
+
+def _text(value: Any) -> Any:
+    """``value`` with each NUL character of its text replaced by U+FFFD, which PostgreSQL's text cannot hold
+    (a memory file may; the file itself keeps it, and the rows are derived)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_text(item) for item in value]
+    return value
 
 
 def _chunk_rows(conn: sqlite3.Connection, by_local: dict[int, int]) -> list[tuple[int, str, int, int, str, int, str]]:
@@ -139,5 +149,5 @@ def _chunk_rows(conn: sqlite3.Connection, by_local: dict[int, int]) -> list[tupl
         ):
             values = array("f")
             values.frombytes(blob)
-            rows.append((by_local[memory_id], model, ordinal, offset, heading, dimension, vector_text(values)))
+            rows.append((by_local[memory_id], model, ordinal, offset, _text(heading), dimension, vector_text(values)))
     return rows
