@@ -283,7 +283,7 @@ def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memori
     with open_router(memories, tmp_path) as router:
         router.refresh()
     conn = connect(tmp_path / "idx" / "index.sqlite")
-    view = GraphView(conn)
+    view = GraphView.local(conn)
     conn.close()
     queries = [
         "déjà vu build cache", "notes/build_cache.md tips", "release train 2 and zsh arrays", "BAD substitution!",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from memrouter.index.graph import GraphView, Node
     from memrouter.index.keeper import IndexKeeper
+    from memrouter.searching import CanonicalSearch
 
 __all__ = ["GraphQueries"]
 
@@ -28,13 +29,15 @@ MAX_DEPTH = 4
 
 
 class GraphQueries:
-    """Mixed into ``Router``: every call reads the graph of a fresh index."""
+    """Mixed into ``Router``: every call reads the graph of a fresh index (the project's rows in PostgreSQL
+    with ``[index] url``)."""
 
     _index: IndexKeeper
+    _searcher: CanonicalSearch
 
     def _graph_view(self) -> GraphView:
         self._index.ensure_fresh()
-        return self._index.graph.view(self._index.conn)
+        return self._searcher.graph_view()
 
     def _node(self, view: GraphView, name: str) -> Node:
         if not isinstance(name, str) or not name.strip() or len(name) > 1000:

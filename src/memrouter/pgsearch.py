@@ -3,7 +3,8 @@
 ``PgSearch`` is ``CanonicalSearch`` with the candidates and listings coming
 from the project's rows in PostgreSQL (``memrouter.pgindex``): lexical BM25F
 and pgvector dense search run in the database, and fusion, time phrases,
-recency and hits work as over the local index. Before it reads, a search
+recency and hits work as over the local index; the knowledge graph's calls
+and retriever read the project's graph rows. Before it reads, a search
 pushes what changed in the local index (which follows the files) to the
 database, so the rows follow the files. When PostgreSQL cannot be reached,
 the search runs over the local index instead, with a warning (``Router.warnings``),
@@ -35,6 +36,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3
 
+    from memrouter.index.graph import GraphView
+
 __all__ = ["RETRY_AFTER", "PgSearch", "publish"]
 
 log = LazyLogger(__name__)
@@ -53,6 +56,8 @@ class PgSearch(CanonicalSearch):
     _pushed: str | None = None  # the local index's mark when this process last pushed
     _retry_at: float = 0.0
     _shared: SharedDatabases | None = None  # pools shared with other routers (``serve --projects``)
+    # The graph read from the database, with the rows' generation and the local mark it was read at.
+    _graph: tuple[tuple[int, str], GraphView] | None = None
 
     def store(self) -> PgIndex:
         """The project's rows, brought in step with the local index first."""
@@ -119,15 +124,29 @@ class PgSearch(CanonicalSearch):
             self._store.database.close()
         self._store = None
 
+    def graph_view(self) -> GraphView:
+        """The project's graph from its rows in the database, its memories numbered as in the local index
+        (one the local index lacks gets a negative number); read again when the rows or the local index change."""
+        try:
+            store = self.store()
+            key = (store.generation(), local_mark(self.conn))
+            if self._graph is None or self._graph[0] != key:
+                self._graph = (key, _numbered_view(store.graph_rows(), self.conn))
+            return self._graph[1]
+        except BackendUnavailable as exc:
+            self._fell_back(exc)
+            self._graph = None
+            return super().graph_view()
+
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         try:
             lists = self._from_database(query, mode, filters, pool)
         except BackendUnavailable as exc:
             self._fell_back(exc)
             return super()._candidates(query, mode, filters, pool)
-        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # the graph stays local
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
             lists["graph"] = self.index.graph.search(
-                self.conn, query, filters, pool, self.index.lexical.allowed, lists["lexical"]
+                self.conn, query, filters, pool, self.index.lexical.allowed, lists["lexical"], view=self.graph_view()
             )
         return lists
 
@@ -155,6 +174,23 @@ class PgSearch(CanonicalSearch):
             key: [Ranked(ids[name], score, detail, offset) for name, score, detail, offset in items if name in ids]
             for key, items in found.items()
         }
+
+
+def _numbered_view(
+    rows: builtins.list[tuple[str, str | None, str | None, str, str]], conn: sqlite3.Connection
+) -> GraphView:
+    """A ``GraphView`` of ``PgIndex.graph_rows``, each memory numbered by its row in the local index ``conn``
+    and taken in that order (so both stores list ties alike); the local index's unknowns last, numbered below 0."""
+    from memrouter.index.graph import GraphView
+
+    ids = queries.ids_of(conn, [row[0] for row in rows])
+    unknown = iter(range(-1, -len(rows) - 1, -1))
+    numbered = [(ids[row[0]] if row[0] in ids else next(unknown), *row) for row in rows]
+    numbered.sort(key=lambda row: (row[0] < 0, abs(row[0])))
+    return GraphView(
+        ((mid, name, start, end) for mid, name, start, end, _, _ in numbered),
+        ((mid, keys, edges) for mid, _, _, _, keys, edges in numbered),
+    )
 
 
 def publish(conn: sqlite3.Connection, url: str | None, project: str) -> dict[str, Any]:

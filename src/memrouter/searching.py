@@ -38,6 +38,7 @@ from memrouter.model import Filters, Hit, Match, MemorySummary, Provenance
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memrouter.index.connection import IndexConnection
+    from memrouter.index.graph import GraphView
     from memrouter.pgindex.shared import SharedDatabases
     from memrouter.timefilter import ActivityTimes
     from memrouter.timewords import TimeWords
@@ -191,6 +192,10 @@ class CanonicalSearch:
         chunks = dense.best_chunks(self.conn, query, list(dict.fromkeys([*head, *overviews])), CHUNKS_READ)
         scores = late_interaction(self.conn, dense.query_tokens(query), chunks, dense.embedder.dimension, folders)
         return reordered(fused, scores, self.config.search.rrf_k)
+
+    def graph_view(self) -> GraphView:
+        """The knowledge graph the graph calls read: the local index's."""
+        return self.index.graph.view(self.conn)
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
         """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""

@@ -17,7 +17,7 @@ from memrouter import Router
 
 MEMORY_COLUMNS = "name, path, hash, size, title, tags, channel, kind, scope, status, source, author, confidence, " \
     "verified_by, created, updated, valid_from, valid_until, supersedes, superseded_by, expires, anchors, extra, " \
-    "problems, body, length, vectors"  # fmt: skip
+    "problems, body, length, vectors, graph_keys, graph_edges"  # fmt: skip
 
 
 def rows(url: str, project: str) -> dict[str, Any]:

@@ -74,20 +74,24 @@ class GraphView:
     or graph-reached search result shows them (``memrouter.review``).
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(
+        self, memories: Iterable[tuple[int, str, str | None, str | None]], rows: Iterable[tuple[int, str, str]]
+    ) -> None:
+        """``memories``: (row id, name, valid_from, valid_until) of every memory the graph shows; ``rows``:
+        (row id, keys, edges) of the graph rows in row id order, both as ``graph_store`` writes them."""
         self.names: dict[int, str] = {}
         self.ids: dict[str, int] = {}
         self.validity: dict[int, tuple[str | None, str | None]] = {}
-        for row in conn.execute("SELECT id, name, valid_from, valid_until FROM memories WHERE status != ?", (PENDING,)):
-            self.names[row[0]] = row[1]
-            self.ids[row[1]] = row[0]
-            self.validity[row[0]] = (row[2], row[3])
+        for memory_id, name, valid_from, valid_until in memories:
+            self.names[memory_id] = name
+            self.ids[name] = memory_id
+            self.validity[memory_id] = (valid_from, valid_until)
         self.key_memories: dict[str, list[int]] = {}
         self.memory_keys: dict[int, list[str]] = {}
         self.key_labels: dict[str, str] = {}
         self.out: dict[int, list[Edge]] = {}
         self.into: dict[str, list[Edge]] = {}
-        for memory_id, keys, edges in conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"):
+        for memory_id, keys, edges in rows:
             if memory_id not in self.names:  # a memory left out (pending review): its keys and links too
                 continue
             labels = decode_keys(keys)
@@ -107,6 +111,14 @@ class GraphView:
         # one of _adjacent's, kept beside it).
         self._labels: dict[Node, str] = {}
         self._relations: dict[int, tuple[Step, Relation]] = {}
+
+    @classmethod
+    def local(cls, conn: sqlite3.Connection) -> GraphView:
+        """The graph of the local index ``conn``."""
+        return cls(
+            conn.execute("SELECT id, name, valid_from, valid_until FROM memories WHERE status != ?", (PENDING,)),
+            conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"),
+        )
 
     # -- nodes -------------------------------------------------------------
     def knows(self, key: str) -> bool:
@@ -281,7 +293,7 @@ class GraphIndex:
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         generation = row[0] if row else ""
         if self._view is None or generation != self._generation:
-            self._view = GraphView(conn)
+            self._view = GraphView.local(conn)
             self._generation = generation
         return self._view
 
@@ -293,14 +305,20 @@ class GraphIndex:
         limit: int = 50,
         passing: Allowed | None = None,
         hits: Sequence[Ranked] = (),
+        view: GraphView | None = None,
     ) -> list[Ranked]:
         """Memories reached from the entities ``query`` names and, one hop on, from its best ``hits`` (another
-        retriever's list, best first: the memories they link to and that link to them); ``detail`` shows the path."""
-        view = self.view(conn)
+        retriever's list, best first: the memories they link to and that link to them); ``detail`` shows the path.
+
+        ``view``: the graph to walk, its memories numbered as in ``conn`` (default: ``conn``'s own graph);
+        a memory it holds that ``conn`` lacks (a negative number) is never a result."""
+        view = view if view is not None else self.view(conn)
         best: dict[int, tuple[float, tuple[Step, ...]]] = {}
         seeds = [key for key in query_keys(query, view.vocabulary) if view.knows(key)]
 
         def offer(memory: int, score: float, path: tuple[Step, ...]) -> None:
+            if memory < 0:
+                return
             old = best.get(memory)
             if old is None or score > old[0]:
                 best[memory] = (score, path or (old[1] if old else ()))  # a path says more than "a best hit"

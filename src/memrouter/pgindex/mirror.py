@@ -1,9 +1,10 @@
 """Bringing a project's PostgreSQL rows in step with its local index (which is in step with its files).
 
-The local SQLite index already parses, hashes and embeds the files
-(``memrouter.index.refresh``, ``memrouter.index.dense``); ``push`` copies what
-changed: a memory whose content hash or set of embedded models differs is
-replaced (row, postings, chunks), one the files no longer hold is dropped. The
+The local SQLite index already parses, hashes, embeds and links the files
+(``memrouter.index.refresh``, ``memrouter.index.dense``, ``memrouter.index.graph_store``);
+``push`` copies what changed: a memory whose content hash or set of embedded
+models differs is replaced (row with its graph keys and edges, postings,
+chunks), one the files no longer hold is dropped. The
 comparison runs inside the project's write transaction, under its lock, so two
 machines pushing the same repository at once converge to the same rows.
 Nothing machine-specific (row ids, file times) is compared or copied.
@@ -26,7 +27,9 @@ __all__ = ["Pushed", "local_mark", "push"]
 
 # A push changing at least this many memories (or a tenth of the project) refreshes the tables' statistics.
 ANALYZE_FROM = 50
-_LOCAL_COLUMNS = [c for c in MEMORY_COLUMNS if c != "vectors"]
+_LOCAL_COLUMNS = [c for c in MEMORY_COLUMNS if c not in ("vectors", "graph_keys", "graph_edges")]
+# A memory without a graph row in the local index: no keys, no edges.
+_NO_GRAPH = ("{}", "[]")
 _LENGTH = MEMORY_COLUMNS.index("length")
 
 
@@ -88,7 +91,10 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
             writer.chunks(_chunk_rows(conn, by_local))
         if changed or removed or not writer.overviews_known():
             writer.overviews()
-        if changed or removed:
+        graphless = writer.graphless()  # rows pushed before the database held the graph
+        if graphless:
+            writer.graph(_graph_rows(conn, {name: local[name][0] for name in graphless if name in local}))
+        if changed or removed or graphless:
             writer.statistics(touched)
             writer.bump()
         writer.mark(mark)
@@ -109,6 +115,7 @@ def _memory_rows(
         conn_rows += conn.execute(
             f"SELECT {', '.join(_LOCAL_COLUMNS)} FROM memories WHERE id IN ({', '.join('?' * len(batch))})", batch
         ).fetchall()
+    graph = _graph_rows(conn, local_ids)
     result: list[tuple[tuple[Any, ...], dict[str, float]]] = []
     for row in conn_rows:
         values = dict(zip(_LOCAL_COLUMNS, tuple(row), strict=True))
@@ -119,6 +126,7 @@ def _memory_rows(
         values["tags"] = list(tags)
         values["path"] = values["name"] + SUFFIX  # relative: the root differs from machine to machine
         values["vectors"] = models[values["name"]]
+        values["graph_keys"], values["graph_edges"] = graph[values["name"]]
         result.append((tuple(_text(values[c]) for c in MEMORY_COLUMNS), terms))
     return result
 
@@ -131,6 +139,20 @@ def _text(value: Any) -> Any:
     if isinstance(value, list):
         return [_text(item) for item in value]
     return value
+
+
+def _graph_rows(conn: sqlite3.Connection, local_ids: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """name -> (keys, edges) of these memories (``local_ids``: name -> local row id), as the local index holds them."""
+    names = {mid: name for name, mid in local_ids.items()}
+    found = dict.fromkeys(local_ids, _NO_GRAPH)
+    ids = list(names)
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        for memory_id, keys, edges in conn.execute(
+            f"SELECT memory_id, keys, edges FROM graph_rows WHERE memory_id IN ({', '.join('?' * len(batch))})", batch
+        ):
+            found[names[memory_id]] = (keys, edges)
+    return found
 
 
 def _chunk_rows(conn: sqlite3.Connection, by_local: dict[int, int]) -> list[tuple[int, str, int, int, str, int, str]]:

@@ -160,6 +160,14 @@ CREATE TABLE sync_remote (
 CREATE INDEX sync_remote_name ON sync_remote (project, backend, name);
 """
 
+# The knowledge graph (``memrouter.index.graph``): each memory's keys and edges, as the local index's
+# ``graph_rows`` holds them (JSON text), copied by each push; NULL until a push sets them, and the cleared
+# marks make the next search push, so a database migrated with rows in it gets them at once.
+_GRAPH = """
+ALTER TABLE memories ADD COLUMN graph_keys text, ADD COLUMN graph_edges text;
+UPDATE projects SET mark = '';
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("0001_projects_memories_postings_chunks", _CORE),
     ("0002_project_marks", _MARK),
@@ -168,6 +176,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0005_folder_overviews", _FOLDER_OVERVIEWS),
     ("0006_postings_impact", _POSTINGS_IMPACT),
     ("0007_sync_state", _SYNC_STATE),
+    ("0008_knowledge_graph", _GRAPH),
 ]
 
 

@@ -36,7 +36,7 @@ _RECOUNT_ALL = 20_000
 MEMORY_COLUMNS = (
     "name", "path", "hash", "size", "title", "tags", "channel", "kind", "scope", "status", "source", "author",
     "confidence", "verified_by", "created", "updated", "valid_from", "valid_until", "supersedes", "superseded_by",
-    "expires", "anchors", "extra", "problems", "body", "length", "vectors",
+    "expires", "anchors", "extra", "problems", "body", "length", "vectors", "graph_keys", "graph_edges",
 )  # fmt: skip
 
 
@@ -141,6 +141,23 @@ class Writer:
             (self.project, [row[0] for row in rows]),
         )
         return {str(name): int(mid) for name, mid in cursor}
+
+    def graphless(self) -> list[str]:
+        """The names of the memories whose graph rows no push has set (rows from before the graph came)."""
+        cursor = self.conn.execute(
+            "SELECT name FROM memories WHERE project = %s AND graph_keys IS NULL ORDER BY name", (self.project,)
+        )
+        return [str(row[0]) for row in cursor]
+
+    def graph(self, rows: dict[str, tuple[str, str]]) -> None:
+        """Set the graph rows (name -> keys, edges as JSON text) of these memories."""
+        names = list(rows)
+        self.conn.execute(
+            "UPDATE memories m SET graph_keys = v.keys, graph_edges = v.edges "
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) AS v(name, keys, edges) "
+            "WHERE m.project = %s AND m.name = v.name",
+            (names, [rows[n][0] for n in names], [rows[n][1] for n in names], self.project),
+        )
 
     def postings(self, rows: Iterable[tuple[str, int, float, float]], lengths: Sequence[float]) -> set[str]:
         """(term, memory id, weighted term frequency, the memory's weighted length) rows, of memories whose

@@ -3,7 +3,8 @@
 Lexical scoring is the SQLite path's BM25F, computed in SQL over the postings
 of the query's terms (``memrouter.pgindex.bm25``). Dense search orders
 chunks by cosine distance (the HNSW index of their dimension) and keeps each
-memory's best chunk, as ``memrouter.index.dense`` does.
+memory's best chunk, as ``memrouter.index.dense`` does. The knowledge graph
+is read whole (``graph_rows``), as the local index's is.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrouter.index.dense import CHUNKS_PER_MEMORY
-from memrouter.model import Filters, MemorySummary
+from memrouter.model import PENDING, Filters, MemorySummary
 from memrouter.pgindex import bm25
 from memrouter.pgindex.bm25 import POSTINGS_CAP
 from memrouter.pgindex.connect import Database
@@ -159,6 +160,21 @@ class PgIndex:
             )  # fmt: skip
             for row in rows
         ]
+
+    def generation(self) -> int:
+        """How many times the project's rows have changed (``Writer.bump``); 0 before its first push."""
+        rows = self.scope.rows("SELECT generation FROM {project} p")
+        return int(rows[0]["generation"]) if rows else 0
+
+    def graph_rows(self) -> list[tuple[str, str | None, str | None, str, str]]:
+        """(name, valid_from, valid_until, keys, edges) of every memory the graph shows (none pending review),
+        the keys and edges as ``memrouter.index.graph_store`` encodes them."""
+        rows = self.scope.rows(
+            "SELECT name, valid_from, valid_until, coalesce(graph_keys, '{{}}') AS keys, "
+            "coalesce(graph_edges, '[]') AS edges FROM {memories} m WHERE m.status != %(pending)s ORDER BY m.name",
+            {"pending": PENDING},
+        )
+        return [(row["name"], row["valid_from"], row["valid_until"], row["keys"], row["edges"]) for row in rows]
 
     def count(self) -> int:
         return int(self.scope.rows("SELECT count(*) AS n FROM {memories} m")[0]["n"])
