@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from helpers import SAMPLE, write
 
 from memrouter import Router
@@ -145,3 +146,62 @@ def test_ten_projects_pushing_at_once_all_land(tmp_path: Path, database_url: str
     assert errors == []
     for number in range(10):
         assert len(rows(database_url, f"p{number}")["memories"]) == len(SAMPLE) + 1
+
+
+def test_a_push_copies_one_state_of_a_local_index_another_process_writes_meanwhile(
+    memories: Path, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memrouter.pgindex import mirror
+
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMROUTER_PROJECT", "project")
+    write(memories, "notes/doomed", "# Doomed\n\nwombat ledger\n")
+    index_dir = tmp_path / "idx"
+    with Router.open(root=memories, index_dir=index_dir, watch=False) as other:
+        other.refresh()  # the local index holds every memory; nothing is pushed yet
+    original = mirror._memory_rows
+
+    def read_after_a_delete(*args: Any) -> Any:
+        # Another writer of the same local index deletes a memory the push is about to copy.
+        with Router.open(root=memories, index_dir=index_dir, watch=False) as other:
+            other.delete("notes/doomed")
+        return original(*args)
+
+    monkeypatch.setattr(mirror, "_memory_rows", read_after_a_delete)
+    with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
+        router.search("wombat ledger", mode="lexical")  # the push copies the state it began with, whole
+        assert "notes/doomed" in {row[0] for row in rows(database_url, "project")["memories"]}
+        monkeypatch.setattr(mirror, "_memory_rows", original)
+        assert router.search("wombat ledger", mode="lexical") == []  # the delete, copied by the next push
+        assert not router.warnings
+        assert "notes/doomed" not in {row[0] for row in rows(database_url, "project")["memories"]}
+
+
+def test_a_push_that_waited_never_takes_the_rows_back_to_an_older_state(
+    memories: Path, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memrouter.pgindex.scope import ProjectScope
+
+    monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
+    monkeypatch.setenv("MEMROUTER_PROJECT", "project")
+    index_dir = tmp_path / "idx"
+    with Router.open(root=memories, index_dir=index_dir, watch=False) as other:
+        other.refresh()
+    original = ProjectScope.vector_indexes
+    overtaken: list[str] = []
+
+    def overtaken_by_a_later_push(self: ProjectScope, dimensions: Any) -> None:
+        if not overtaken:  # the first push has read its state; another process saves and pushes first
+            overtaken.append("saved")
+            with Router.open(root=memories, index_dir=index_dir, watch=False) as later:
+                later.save("# Late note\n\nnumbat ledger\n", "notes/late")
+                assert [hit.name for hit in later.search("numbat ledger", mode="lexical")] == ["notes/late"]
+        original(self, dimensions)
+
+    monkeypatch.setattr(ProjectScope, "vector_indexes", overtaken_by_a_later_push)
+    with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
+        router.search("flaky", mode="lexical")  # its push read the state before the save
+        assert overtaken
+        assert "notes/late" in {row[0] for row in rows(database_url, "project")["memories"]}
+        assert [hit.name for hit in router.search("numbat ledger", mode="lexical")] == ["notes/late"]
+        assert not router.warnings

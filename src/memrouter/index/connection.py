@@ -30,6 +30,7 @@ __all__ = [
     "error_name",
     "is_busy",
     "is_damage",
+    "snapshot",
     "storage_error",
     "transaction",
 ]
@@ -161,6 +162,21 @@ def _database_of(conn: sqlite3.Connection) -> str:
     except sqlite3.Error:
         return "the database"
     return f"the database {row[2]}" if row and row[2] else "the database"
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction: every read inside sees the same state of the database, whatever other
+    processes commit meanwhile (WAL). Inside a transaction already, that transaction's."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")  # nothing was written
 
 
 @contextmanager

@@ -17,6 +17,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from memrouter.index.connection import snapshot
 from memrouter.index.lexical import document_terms
 from memrouter.model import Memory
 from memrouter.pgindex.scope import MEMORY_COLUMNS, ProjectScope
@@ -68,13 +69,24 @@ def _local_states(conn: sqlite3.Connection) -> dict[str, tuple[int, str, str]]:
 
 
 def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
-    """Make the project's rows in PostgreSQL match the local index ``conn`` (one transaction)."""
+    """Make the project's rows in PostgreSQL match the local index ``conn`` (one transaction), as one
+    state of it: other processes writing the local index meanwhile change neither what is copied nor the
+    mark recorded with it."""
+    with snapshot(conn):
+        return _push(conn, scope)
+
+
+def _push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
     local = _local_states(conn)
     mark = local_mark(conn)
     # The vectors' index first, in its own transaction: made inside the copy, it would wait for other
     # projects' copies into the same table while they wait for it.
     scope.vector_indexes({row[0] for row in conn.execute("SELECT DISTINCT dimension FROM chunks")})
     with scope.writing() as writer:
+        if _covers(writer.recorded_mark(), mark):
+            # Another process of this local index pushed a later state while this push waited for the
+            # lock: copying this one would take the rows back.
+            return Pushed(scope.project, 0, 0, 0, len(local))
         remote = writer.states()
         changed = [name for name, (_, digest, models) in local.items() if remote.get(name) != (digest, models)]
         removed = [name for name in remote if name not in local]
@@ -102,6 +114,19 @@ def push(conn: sqlite3.Connection, scope: ProjectScope) -> Pushed:
         scope.analyze()  # a bulk change: fresh planner statistics, or a join plan fit for one row runs for seconds
     added = sum(1 for name in changed if name not in remote)
     return Pushed(scope.project, added, len(changed) - added, len(removed), len(local) - len(changed))
+
+
+def _covers(recorded: str, mark: str) -> bool:
+    """Whether rows recorded at local mark ``recorded`` hold a later state of the local index than ``mark``
+    (the same index's epoch, generations no lower). At the same mark a push compares the rows all the same,
+    so ``memrouter index --database`` repairs rows changed by hand."""
+    before, now = recorded.split(":"), mark.split(":")
+    if recorded == mark or len(before) != 3 or len(now) != 3 or before[0] != now[0]:
+        return False
+    try:
+        return int(before[1]) >= int(now[1]) and int(before[2]) >= int(now[2])
+    except ValueError:
+        return False
 
 
 def _memory_rows(

@@ -257,6 +257,11 @@ class Writer:
         self.conn.execute("UPDATE projects SET generation = generation + 1, pushed_at = now() WHERE project = %s",
                           (self.project,))  # fmt: skip
 
+    def recorded_mark(self) -> str:
+        """The mark recorded by the last push ('' if none), read inside the transaction."""
+        row = self.conn.execute("SELECT mark FROM projects WHERE project = %s", (self.project,)).fetchone()
+        return str(row[0]) if row else ""
+
     def mark(self, mark: str) -> None:
         """Record the mark of the local index the rows now match."""
         self.conn.execute("UPDATE projects SET mark = %s WHERE project = %s", (mark, self.project))
