@@ -164,11 +164,14 @@ class PgSearch(CanonicalSearch):
             ]
         if mode in ("hybrid", "semantic"):
             dense = self.index.dense
-            vector = dense.embed_query(query).tolist()
-            found["dense"] = [
-                (hit.name, hit.score, hit.detail, hit.offset)
-                for hit in store.dense(vector, dense.model_id, filters, pool, within, share=share)
-            ]
+            found["dense"] = []
+            # The rows hold the local index's vectors: without any there, the query is not embedded either.
+            if dense.has_vectors(self.conn):
+                vector = dense.embed_query(query).tolist()
+                found["dense"] = [
+                    (hit.name, hit.score, hit.detail, hit.offset)
+                    for hit in store.dense(vector, dense.model_id, filters, pool, within, share=share)
+                ]
         ids = queries.ids_of(self.conn, sorted({item[0] for items in found.values() for item in items}))
         return {
             key: [Ranked(ids[name], score, detail, offset) for name, score, detail, offset in items if name in ids]
