@@ -35,9 +35,11 @@ demo: $(STAMP)
 test: $(STAMP) check
 	$(BIN)/python -m pytest -q --ignore=tests/postgres
 
-# The PostgreSQL store against a real PostgreSQL with pgvector (started by the tests themselves).
+# The PostgreSQL store against a real PostgreSQL with pgvector (started by the tests themselves):
+# its own tests, then every other test again with each router reading PostgreSQL (`--store postgres`).
 test-postgres: $(STAMP)
 	$(BIN)/python -m pytest -q tests/postgres
+	$(BIN)/python -m pytest -q --store postgres --ignore=tests/postgres
 
 # The web UI in a real browser (tests/ui, left out of `make test`): Playwright driving Debian's
 # Chromium, axe-core from npm for the accessibility check. Installs what is missing; a missing

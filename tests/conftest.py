@@ -1,13 +1,26 @@
-"""Shared fixtures: every test gets its own memories folder, index folder and home."""
+"""Shared fixtures: every test gets its own memories folder, index folder and home.
+
+``pytest --store postgres`` runs the chosen tests with every router reading a
+fresh PostgreSQL database (``MEMROUTER_DATABASE_URL``, project ``project``) on
+a real server started for the run, and fails a test whose router falls back
+to the local index: the same behaviour tests over the other store
+(``make test-postgres`` runs the index's behaviour tests so).
+"""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from helpers import SAMPLE, write
+
+if TYPE_CHECKING:
+    from memrouter.testing.postgres_server import PostgresServer
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS_1026 = SHARED / "corpora" / "ai-agents-1026"
@@ -16,15 +29,73 @@ LOCOMO = SHARED / "bench" / "locomo10.json"
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "memories"
 
 
+_databases = itertools.count()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--store", choices=("sqlite", "postgres"), default="sqlite",
+        help="the index every router reads (postgres: a fresh database per test on a real server)",
+    )  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--store postgres``, leave out the tests marked ``sqlite_only`` (each says why)."""
+    if config.getoption("store") != "postgres":
+        return
+    kept, left = [], []
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None and not marker.args:
+            raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs its reason")
+        (left if marker is not None else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL with pgvector for the whole run; if it cannot start, the tests using it error."""
+    from memrouter.testing.postgres_server import running_postgres
+
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def database_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the run's server."""
+    import psycopg
+
+    name = f"t{next(_databases)}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep caches and configuration out of the real home directory."""
+def _isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """Keep caches and configuration out of the real home directory (and, with ``--store postgres``,
+    point every router at a fresh database)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     for name in list(os.environ):
         if name.startswith("MEMROUTER_"):
             monkeypatch.delenv(name)
+    if request.config.getoption("store") == "postgres":
+        from memrouter.pgsearch import PgSearch
+
+        monkeypatch.setenv("MEMROUTER_DATABASE_URL", request.getfixturevalue("database_url"))
+        monkeypatch.setenv("MEMROUTER_PROJECT", "project")
+        monkeypatch.setattr(PgSearch, "_fell_back", _refuse_fallback)  # every answer must come from PostgreSQL
+
+
+def _refuse_fallback(search: object, exc: Exception) -> None:
+    raise AssertionError(f"a router fell back to the local index: {exc}")
 
 
 @pytest.fixture

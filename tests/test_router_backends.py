@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers import SAMPLE, write
+from sync.synchelp import mapping
 
 from memrouter import Router
 from memrouter.backends.base import MemoryDraft
@@ -87,9 +88,7 @@ def test_external_hits_are_appended_after_canonical_and_synced_copies_never_show
         assert len({h.hash for h in hits}) == len(hits)
         canonical_hashes = {router.get(name).hash for name in SAMPLE}
         assert not canonical_hashes & {h.hash for h in external}  # the synced copies are not shown again
-        from memrouter.sync.state import load_records
-
-        parts = load_records(router._conn, "forgetful")["ops/flaky-runbook"].remote_ids
+        parts = mapping(router).records("forgetful")["ops/flaky-runbook"].remote_ids
         assert len(parts) > 1
         assert not {f"forgetful:{i}" for i in parts} & {h.name for h in external}  # nor the split parts
         raw = {h.name for h in router.search("flaky tests step rerun", limit=20, origin="forgetful")}

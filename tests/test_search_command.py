@@ -159,6 +159,7 @@ def _imported(stderr: str) -> set[str]:
     return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
+@pytest.mark.sqlite_only("the PostgreSQL driver itself imports json, typing and threading")
 def test_the_console_script_searches_without_importing_click(memories: Path, tmp_path: Path) -> None:
     argv = ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search", "flaky", "--mode", "lexical"]
     for _ in ("builds the index", "finds nothing changed"):

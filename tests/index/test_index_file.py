@@ -85,6 +85,7 @@ def test_damage_while_another_process_has_it_open_is_left_alone(memories: Path, 
     assert len(list(index_dir.glob("index.sqlite.corrupt-*"))) == 1
 
 
+@pytest.mark.sqlite_only("the damage is in the local lexical tables, which a search through PostgreSQL does not read")
 def test_damage_found_during_use_with_another_user_falls_back_to_memory(memories: Path, tmp_path: Path) -> None:
     index_dir = tmp_path / "idx"
     with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
@@ -226,6 +227,9 @@ def test_postings_checksums_catch_damage_sqlite_cannot_see(router: Router) -> No
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
 
 
+@pytest.mark.sqlite_only(
+    "the wrong postings are the local index's; PostgreSQL's rows are copied from the memories' text"
+)
 def test_full_index_rebuilds_postings_even_when_their_checksums_hold(router: Router) -> None:
     assert router.search("postgres", mode="lexical")
     conn = router._conn

@@ -1,7 +1,8 @@
-"""A real PostgreSQL with pgvector for the whole session, a fresh database per test, both stores side by side.
+"""Both stores side by side: the ``store`` fixture runs a test over SQLite, then over PostgreSQL.
 
-The server comes from ``memrouter.testing.postgres_server``: if it cannot
-start, every test here errors with the reason (nothing is skipped).
+The server and a fresh database per test come from ``tests/conftest.py``
+(``postgres_server``, ``database_url``): if the server cannot start, every
+test here errors with the reason (nothing is skipped).
 """
 
 from __future__ import annotations
@@ -10,30 +11,13 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from postgres.support import assert_no_fallback
 
 from memrouter import Router
-from memrouter.testing.postgres_server import PostgresServer, running_postgres
 
 _numbers = itertools.count()
 STORES = ("sqlite", "postgres")
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    with running_postgres() as server:
-        yield server
-
-
-@pytest.fixture
-def database_url(postgres_server: PostgresServer) -> str:
-    """The URL of a new, empty database on the session's server."""
-    name = f"t{next(_numbers)}"
-    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}".encode())
-    return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
 
 
 @pytest.fixture(params=STORES)

@@ -5,11 +5,20 @@ from __future__ import annotations
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helpers import SAMPLE, write
 
 from memrouter.backends.forgetful import ForgetfulBackend
+
+if TYPE_CHECKING:
+    from memrouter import Router
+    from memrouter.sync.state import SyncState
+
+
+def mapping(router: Router) -> SyncState:
+    """The router's sync mapping, wherever it is kept (the local index, or PostgreSQL with ``[index] url``)."""
+    return router._external.mapping()
 
 
 def git(project: Path, *args: str) -> str:

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 from helpers import SAMPLE
-from sync.synchelp import git, http_toml, live_by_context, make_project, remote_memories
+from sync.synchelp import git, http_toml, live_by_context, make_project, mapping, remote_memories
 
 from memrouter import Router
 from memrouter.backends.base import MemoryDraft
 from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.sync import state
 from memrouter.sync.engine import SyncReport, draft_for
 from memrouter.testing.servers import FakeServer, start_http
 
@@ -46,7 +45,7 @@ def test_sync_creates_once_then_skips_then_updates_changed(project: Path, inspec
         path.write_text(path.read_text() + "\nAlso pin the browser version.\n")
         changed = router.sync()[0]
         assert changed.updated == ["ci/flaky-tests"] and changed.skipped == 5
-        remote_id = state.load_records(router._conn, "forgetful")["ci/flaky-tests"].remote_ids[0]
+        remote_id = mapping(router).records("forgetful")["ci/flaky-tests"].remote_ids[0]
         remote = inspector.get(remote_id)
         assert remote.content == path.read_text() and remote.hash == router.get("ci/flaky-tests").hash
         assert remote.context == "memrouter:ci/flaky-tests"
@@ -61,7 +60,7 @@ def test_dry_run_says_what_would_happen_and_changes_nothing(project: Path, inspe
         report = router.sync(dry_run=True)[0]
         assert len(report.created) == 6 and report.dry_run
         assert remote_memories(inspector, project) == []
-        assert state.load_records(router._conn, "forgetful") == {}
+        assert mapping(router).records("forgetful") == {}
 
 
 def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(project: Path, inspector: ForgetfulBackend) -> None:
@@ -70,7 +69,7 @@ def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(project: Path
     path.write_text(LONG)
     with open_router(project) as router:
         assert router.sync()[0].ok
-        ids = state.load_records(router._conn, "forgetful")["ops/deep/runbook"].remote_ids
+        ids = mapping(router).records("forgetful")["ops/deep/runbook"].remote_ids
         assert len(ids) > 1
         parts = [inspector.get(i) for i in ids]
         assert "".join(p.content for p in parts) == LONG
@@ -81,7 +80,7 @@ def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(project: Path
         path.write_text("# Long runbook\n\nNow short.\n")
         report = router.sync()[0]
         assert report.updated == ["ops/deep/runbook"]
-        record = state.load_records(router._conn, "forgetful")["ops/deep/runbook"]
+        record = mapping(router).records("forgetful")["ops/deep/runbook"]
         assert record.remote_ids == ids[:1]
         assert all(inspector.get(i).is_obsolete for i in ids[1:])
 
@@ -89,25 +88,25 @@ def test_long_memory_is_split_into_linked_parts_tracked_as_a_group(project: Path
 def test_delete_marks_obsolete_with_the_reason(project: Path, inspector: ForgetfulBackend) -> None:
     with open_router(project) as router:
         router.sync()
-        remote_id = state.load_records(router._conn, "forgetful")["incidents/flaky-tests"].remote_ids[0]
+        remote_id = mapping(router).records("forgetful")["incidents/flaky-tests"].remote_ids[0]
         (project / ".serena" / "memories" / "incidents" / "flaky-tests.md").unlink()
         report = router.sync()[0]
         assert report.obsoleted == ["incidents/flaky-tests"]
         remote = inspector.get(remote_id)
         assert remote.is_obsolete and "incidents/flaky-tests" in (remote.obsolete_reason or "")
-        assert "incidents/flaky-tests" not in state.load_records(router._conn, "forgetful")
+        assert "incidents/flaky-tests" not in mapping(router).records("forgetful")
         assert router.validate()[0].orphaned == 0
 
 
 def test_git_rename_moves_the_mapping_without_duplicates(project: Path, inspector: ForgetfulBackend) -> None:
     with open_router(project) as router:
         router.sync()
-        before = state.load_records(router._conn, "forgetful")["ci/flaky-tests"].remote_ids
+        before = mapping(router).records("forgetful")["ci/flaky-tests"].remote_ids
         (project / ".serena" / "memories" / "ci" / "old").mkdir()
         git(project, "mv", ".serena/memories/ci/flaky-tests.md", ".serena/memories/ci/old/flaky-ci.md")
         report = router.sync(changes="staged")[0]
         assert report.renamed == [("ci/flaky-tests", "ci/old/flaky-ci")]
-        records = state.load_records(router._conn, "forgetful")
+        records = mapping(router).records("forgetful")
         assert "ci/flaky-tests" not in records
         assert records["ci/old/flaky-ci"].remote_ids == before
         assert inspector.get(before[0]).context == "memrouter:ci/old/flaky-ci"
@@ -118,13 +117,13 @@ def test_rename_without_git_is_found_by_hash(project: Path, inspector: Forgetful
     root = project / ".serena" / "memories"
     with open_router(project) as router:
         router.sync()
-        before = state.load_records(router._conn, "forgetful")["plain-no-heading"].remote_ids
+        before = mapping(router).records("forgetful")["plain-no-heading"].remote_ids
         (root / "notes").mkdir()
         (root / "plain-no-heading.md").rename(root / "notes" / "deploy.md")
         report = router.sync()[0]
         assert report.renamed == [("plain-no-heading", "notes/deploy")]
         assert report.obsoleted == [] and report.created == []
-        assert state.load_records(router._conn, "forgetful")["notes/deploy"].remote_ids == before
+        assert mapping(router).records("forgetful")["notes/deploy"].remote_ids == before
     assert len(remote_memories(inspector, project)) == 6
 
 
@@ -138,7 +137,7 @@ def test_crash_after_remote_create_before_state_write_converges(project: Path, i
         backend = router.backend("forgetful")
         for name in ("ci/flaky-tests", "ops/runbook"):
             memory = router.get(name)
-            state.set_pending(router._conn, "forgetful", name, memory.hash)
+            mapping(router).set_pending("forgetful", name, memory.hash)
             draft = draft_for(memory, project_dir=project, source_repo=project.name)
             from memrouter.backends.split import split_content
 
@@ -152,7 +151,7 @@ def test_crash_after_remote_create_before_state_write_converges(project: Path, i
         assert sorted(report.recovered) == ["ci/flaky-tests", "ops/runbook"]
         live = live_by_context(inspector, project)
         assert all(len(ids) == 1 for ctx, ids in live.items() if ctx != "memrouter:ops/runbook")
-        parts = state.load_records(router._conn, "forgetful")["ops/runbook"].remote_ids
+        parts = mapping(router).records("forgetful")["ops/runbook"].remote_ids
         assert sorted(live["memrouter:ops/runbook"]) == sorted(int(i) for i in parts)
         assert router.validate()[0].in_sync == 7
         assert router.sync()[0].skipped == 7
@@ -253,7 +252,7 @@ def test_over_limit_fields_are_clipped_and_sync_succeeds(tmp_path: Path, inspect
     with open_router(project) as router:
         report = router.sync()[0]
         assert report.ok, report.failed
-        ids = state.load_records(router._conn, "forgetful")["big/limits"].remote_ids
+        ids = mapping(router).records("forgetful")["big/limits"].remote_ids
         first = inspector.get(ids[0])
         assert len(first.title) <= 200 and len(first.tags) == 10
         assert "".join(inspector.get(i).content for i in ids) == text
@@ -291,6 +290,9 @@ def test_sync_process_killed_mid_run_then_rerun_converges(tmp_path: Path, fake_h
         fake_http.set_fault("none")
 
 
+@pytest.mark.sqlite_only(
+    "PostgreSQL keeps the mapping when the local index is deleted (tests/postgres/test_sync_mapping.py)"
+)
 def test_a_deleted_index_adopts_the_remote_copies_instead_of_duplicating_them(
     project: Path, inspector: ForgetfulBackend
 ) -> None:
@@ -306,12 +308,15 @@ def test_a_deleted_index_adopts_the_remote_copies_instead_of_duplicating_them(
         report = router.sync()[0]
         assert report.ok and sorted(report.recovered) == sorted([*SAMPLE, "ops/runbook"])
         assert live_by_context(inspector, project) == before  # same remote ids, nothing new
-        flaky = state.load_records(router._conn, "forgetful")["ci/flaky-tests"].remote_ids
+        flaky = mapping(router).records("forgetful")["ci/flaky-tests"].remote_ids
         assert inspector.get(flaky[0]).content.endswith("Retry once, then quarantine.\n")  # updated in place
         assert router.validate(check_remote=True)[0].in_sync == 7
         assert router.sync()[0].skipped == 7
 
 
+@pytest.mark.sqlite_only(
+    "the run names one project key for every repository (tests/postgres/test_sync_mapping.py: two projects)"
+)
 def test_a_same_named_memory_of_another_project_is_never_adopted(
     tmp_path: Path, fake_http: FakeServer, inspector: ForgetfulBackend
 ) -> None:

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from sync.synchelp import http_toml, make_project
+from sync.synchelp import http_toml, make_project, mapping
 
 from memrouter import Router
 from memrouter.backends.forgetful import ForgetfulBackend
 from memrouter.cli import main
-from memrouter.sync import state
 from memrouter.testing.servers import FakeServer, stdio_command
 
 
@@ -40,7 +39,7 @@ def test_report_counts_every_state_over_nested_folders(
         assert report.checked_remote is False and report.duration_ms >= 0
 
         # --remote: a copy obsoleted behind memrouter's back is missing again
-        remote_id = state.load_records(router._conn, "forgetful")["conventions/commit-messages"].remote_ids[0]
+        remote_id = mapping(router).records("forgetful")["conventions/commit-messages"].remote_ids[0]
         inspector.mark_obsolete(remote_id, "removed by hand")
         assert router.validate()[0].in_sync == 4
         remote = router.validate(check_remote=True)[0]

@@ -34,7 +34,9 @@ async def test_mcp_team_tools_with_client_names_and_a_pinned_agent(memories: Pat
     index_dir = tmp_path / "index"
     with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
         server = create_server(MemoryService(router))
-        pinned = create_server(MemoryService(router), team=TeamService(index_dir, pinned_agent="bob"))
+        pinned = create_server(
+            MemoryService(router), team=TeamService(index_dir, pinned_agent="bob", config=router.config)
+        )
         async with (
             Client(server, client_info=Implementation(name="alice", version="1")) as alice,
             Client(pinned) as bob,
