@@ -134,11 +134,11 @@ def test_the_int8_copy_keeps_the_vectors_close_under_its_own_model_id(
     from memrouter.embed import get_embedder
 
     int8 = get_embedder("minilm-int8", cache_dir=onnx_cache)
-    assert int8.model_id == "all-MiniLM-L6-v2-int8" != minilm_onnx.model_id  # vectors never mix
+    assert int8.model_id == "all-MiniLM-L6-v2-int8-v2" != minilm_onnx.model_id  # vectors never mix
     texts = [text for text in TEXTS if text] + [p.read_text(encoding="utf-8")[:1500] for p in _corpus_sample()]
     cosines = np.sum(int8.embed_batch(texts) * minilm_onnx.embed_batch(texts), axis=1)
-    assert cosines.min() >= 0.97 and cosines.mean() >= 0.99
-    assert sorted(p.name for p in onnx_cache.glob("*-int8.onnx"))  # made once, beside the fp32 graph
+    assert cosines.min() >= 0.98 and cosines.mean() >= 0.995
+    assert sorted(p.name for p in onnx_cache.glob("*-int8v2.onnx"))  # made once, beside the fp32 graph
     again = get_embedder("minilm-int8", cache_dir=onnx_cache)
     np.testing.assert_allclose(again.embed_batch(texts[:3]), int8.embed_batch(texts[:3]), atol=1e-6)
 

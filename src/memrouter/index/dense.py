@@ -471,6 +471,6 @@ def _known_model_ids() -> dict[str, str]:
         "minilm": "all-MiniLM-L6-v2",
         "minilm-onnx": "all-MiniLM-L6-v2",
         "minilm-numpy": "all-MiniLM-L6-v2",
-        "minilm-int8": "all-MiniLM-L6-v2-int8",
+        "minilm-int8": "all-MiniLM-L6-v2-int8-v2",
         "sentence-transformers": "all-MiniLM-L6-v2",
     }
