@@ -162,9 +162,12 @@ CREATE INDEX sync_remote_name ON sync_remote (project, backend, name);
 
 # The knowledge graph (``memrouter.index.graph``): each memory's keys and edges, as the local index's
 # ``graph_rows`` holds them (JSON text), copied by each push; NULL until a push sets them, and the cleared
-# marks make the next search push, so a database migrated with rows in it gets them at once.
+# marks make the next search push, so a database migrated with rows in it gets them at once. Each push
+# asks for the rows still without them (``Writer.graphless``): a partial index answers that at no cost
+# once there are none, where a scan would read every memory of the project.
 _GRAPH = """
 ALTER TABLE memories ADD COLUMN graph_keys text, ADD COLUMN graph_edges text;
+CREATE INDEX memories_graphless ON memories (project) WHERE graph_keys IS NULL;
 UPDATE projects SET mark = '';
 """
 
