@@ -24,11 +24,9 @@ Printed per set: recall@5 and MRR@10 of lexical, semantic, equal-weight RRF,
 the fixed default (dense 0.1), the held-out adaptive rule, the rule with the
 parameters fitted on all sets, and the rule the code ships.
 
-With ``--rerank`` the indexes keep token vectors, each candidate's
-late-interaction score is collected too, and every fused ranking is
-reranked as ``[search] rerank`` does (``memrouter.index.rerank``).
+The second stage (``[search] rerank``) has its own fit: ``fit_rerank.py``.
 
-    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR] [--embedder minilm-int8] [--rerank]
+    .venv/bin/python benchmarks/fit_fusion.py [--locomo N] [--cache DIR] [--embedder minilm-int8]
 """
 
 from __future__ import annotations
@@ -38,6 +36,7 @@ import itertools
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,6 @@ from _common import CORPUS
 from memrouter import Config, Router, searching
 from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
-from memrouter.index.rerank import CHUNKS_READ, late_interaction, reordered
 from memrouter.model import Filters
 
 HERE = Path(__file__).parent
@@ -67,9 +65,9 @@ GRID = {
 Record = dict[str, Any]
 
 
-def lists_for(router: Router, query: str) -> tuple[list[str], list[str], float, dict[str, float]]:
-    """(lexical names, dense names, coverage of the best lexical hit, late-interaction score of each
-    candidate when the index keeps token vectors) for ``query``, as a search sees them."""
+def lists_for(router: Router, query: str) -> Record:
+    """The lexical and dense lists (names) for ``query``, as a search sees them, and the coverage of the best
+    lexical hit."""
     keeper = router._index  # the router's own index: the lists a search would fuse
     conn = keeper.conn
     filters = Filters()
@@ -79,43 +77,44 @@ def lists_for(router: Router, query: str) -> tuple[list[str], list[str], float, 
     )
     names = dict(conn.execute("SELECT id, name FROM memories"))
     coverage = keeper.lexical.coverage(conn, query, lexical[0].memory_id) if lexical else 0.0
-    late: dict[str, float] = {}
-    if keeper.dense.tokens:
-        folders = keeper.lexical.folders(conn)
-        candidates = list(dict.fromkeys(r.memory_id for r in lexical + dense))
-        overviews = {folders.owner[m] for m in candidates if m in folders.owner}
-        chunks = keeper.dense.best_chunks(conn, query, list(dict.fromkeys([*candidates, *overviews])), CHUNKS_READ)
-        tokens = keeper.dense.query_tokens(query)
-        found = late_interaction(conn, tokens, chunks, keeper.dense.embedder.dimension, folders)
-        late = {names[memory_id]: score for memory_id, score in found.items() if memory_id in candidates}
-    return [names[r.memory_id] for r in lexical], [names[r.memory_id] for r in dense], coverage, late
+    return {
+        "lexical": [names[r.memory_id] for r in lexical],
+        "dense": [names[r.memory_id] for r in dense],
+        "coverage": coverage,
+    }
 
 
 EMBEDDER = "minilm"
-RERANK = False
+Reader = Callable[[Router, str], Record]
 
 
 def load(root: Path, index_dir: Path) -> Config:
     from dataclasses import replace
 
     config = Config.load(root=root, index_dir=index_dir)
-    return replace(config, embedder=EMBEDDER, search=replace(config.search, rerank=RERANK))
+    return replace(config, embedder=EMBEDDER)
 
 
-def collect_golden(name: str, root: Path, golden: Path, work: Path) -> list[Record]:
+def collect_golden(
+    name: str, root: Path, golden: Path, work: Path, read: Reader = lists_for, configure: Any = None
+) -> list[Record]:
+    """Each golden question's record: its set, kind, query and expected names, and what ``read`` gives
+    (over an index built with ``configure(root, index_dir)``, ``load`` by default)."""
     records = []
-    with Router(load(root, work / name), watch=False) as router:
+    with Router((configure or load)(root, work / name), watch=False) as router:
         router.refresh(embed=True)
         for query in load_golden(golden):
-            lexical, dense, coverage, late = lists_for(router, query.query)
-            records.append({
-                "set": name, "kind": query.kind, "query": query.query, "expected": list(query.expected),
-                "lexical": lexical, "dense": dense, "coverage": coverage, "late": late,
-            })  # fmt: skip
+            asked = {"set": name, "kind": query.kind, "query": query.query, "expected": list(query.expected)}
+            records.append(asked | read(router, query.query))
     return records
 
 
-def collect_locomo(conversations: int, work: Path) -> list[Record]:
+def collect_locomo(
+    conversations: int, work: Path, read: Reader = lists_for, configure: Any = None, *, every_question: bool = False
+) -> list[Record]:
+    """The same over the first ``conversations`` of LoCoMo-10, one memory per turn. By default the
+    adversarial questions are left out; ``every_question`` keeps every question whose evidence names a turn,
+    as ``bench_locomo.py`` scores."""
     sys.path.insert(0, str(HERE))
     from bench_locomo import CATEGORIES, DATA, turn_name, write_conversation
 
@@ -123,19 +122,22 @@ def collect_locomo(conversations: int, work: Path) -> list[Record]:
     for sample in json.loads(DATA.read_text(encoding="utf-8"))[:conversations]:
         root = work / "locomo" / sample["sample_id"] / "memories"
         root.mkdir(parents=True, exist_ok=True)
-        write_conversation(sample, root)
-        config = load(root, work / "locomo" / sample["sample_id"] / "index")
+        names, _ = write_conversation(sample, root)
+        config = (configure or load)(root, work / "locomo" / sample["sample_id"] / "index")
         with Router(config, watch=False) as router:
             router.refresh(embed=True)
             for qa in sample["qa"]:
-                evidence = [turn_name(e) for e in qa.get("evidence", []) if ":" in e]
-                if not evidence or qa.get("category") == 5:
+                if every_question:
+                    evidence = [turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names]
+                else:
+                    evidence = [turn_name(e) for e in qa.get("evidence", []) if ":" in e]
+                if not evidence or (qa.get("category") == 5 and not every_question):
                     continue
-                lexical, dense, coverage, late = lists_for(router, str(qa["question"]))
-                records.append({
+                asked = {
                     "set": "locomo", "kind": CATEGORIES.get(qa.get("category"), "other"), "query": qa["question"],
-                    "expected": evidence, "lexical": lexical, "dense": dense, "coverage": coverage, "late": late,
-                })  # fmt: skip
+                    "expected": evidence, "conversation": sample["sample_id"],
+                }  # fmt: skip
+                records.append(asked | read(router, str(qa["question"])))
     return records
 
 
@@ -145,8 +147,7 @@ def dense_weight(coverage: float, low: float, high: float, low_at: float, high_a
 
 
 def fused(record: Record, weight: float | None) -> list[str]:
-    """The fused ranking; ``None``: lexical alone, ``-1``: dense alone. A record with late-interaction
-    scores (``--rerank``) is reranked as a search with ``[search] rerank`` is."""
+    """The fused ranking; ``None``: lexical alone, ``-1``: dense alone."""
     if weight is None:
         return list(record["lexical"])
     if weight < 0:
@@ -160,9 +161,6 @@ def fused(record: Record, weight: float | None) -> list[str]:
         }
         names = {n: name for name, n in ids.items()}
         ranking = reciprocal_rank_fusion(lists, {"lexical": 1.0, "dense": weight}, 60, None)
-    late = record.get("late")
-    if late:
-        ranking = reordered(ranking, {n: late[name] for n, name in names.items() if name in late}, 60)
     return [names[f.memory_id] for f in ranking[:10]]
 
 
@@ -204,14 +202,11 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/memrouter-fusion-cache"))
     parser.add_argument("--recollect", action="store_true", help="rebuild the cached lists")
     parser.add_argument("--embedder", default="minilm", help="the dense model (minilm, minilm-int8, ...)")
-    parser.add_argument("--rerank", action="store_true", help="rerank as [search] rerank does (its own cache)")
     args = parser.parse_args()
-    global EMBEDDER, RERANK
-    EMBEDDER, RERANK = args.embedder, args.rerank
+    global EMBEDDER
+    EMBEDDER = args.embedder
     if args.embedder != "minilm":  # each model's lists are cached apart
         args.cache = args.cache / args.embedder
-    if args.rerank:
-        args.cache = args.cache / "rerank"
 
     if args.recollect and args.cache.exists():
         shutil.rmtree(args.cache)

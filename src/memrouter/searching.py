@@ -113,6 +113,7 @@ class CanonicalSearch:
 
     def run(self, query: str, limit: int, mode: str, filters: Filters, content: bool, now: float) -> builtins.list[Hit]:
         """The best ``limit`` hits for ``query`` (validated) among the memories passing ``filters``."""
+        asked = query  # the second stage reads the question whole, its time phrase too
         words = self.time_words(query, now)
         note: Match | None = None
         inside: frozenset[int] | None = None
@@ -152,7 +153,8 @@ class CanonicalSearch:
         # usage decay (memrouter.index.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
         if reranking:  # the second stage reads the best candidates again (memrouter.index.rerank)
-            fused = self._reranked(fused, query)
+            window = inside if boosting and inside is not None else frozenset()
+            fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
             fused = fused if widened else fused[:limit]
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
@@ -182,16 +184,25 @@ class CanonicalSearch:
             )
         return bool(decays & self._channels[1])
 
-    def _reranked(self, fused: builtins.list[Fused], query: str) -> builtins.list[Fused]:
-        """``fused`` fused again with the late-interaction order of its first candidates."""
-        from memrouter.index.rerank import CHUNKS_READ, late_interaction, reordered
+    def _reranked(
+        self,
+        fused: builtins.list[Fused],
+        query: str,
+        lexical: builtins.list[Ranked],
+        filters: Filters,
+        window: frozenset[int],
+    ) -> builtins.list[Fused]:
+        """``fused`` with its best candidates, and their neighbours in a numbered series, read again and
+        ordered by the second stage's score (``memrouter.index.rerank``; ``lexical``: the lexical list;
+        ``window``: the memories a time phrase's boost lifts)."""
+        from memrouter.index.rerank import read_again, rescored
 
-        dense, folders = self.index.dense, self.index.lexical.folders(self.conn)
-        head = [item.memory_id for item in fused[:RERANK_DEPTH]]
-        overviews = {folders.owner[m] for m in head if m in folders.owner}
-        chunks = dense.best_chunks(self.conn, query, list(dict.fromkeys([*head, *overviews])), CHUNKS_READ)
-        scores = late_interaction(self.conn, dense.query_tokens(query), chunks, dense.embedder.dimension, folders)
-        return reordered(fused, scores, self.config.search.rrf_k)
+        allowed, timed_out = self.index.lexical.allowed(self.conn, filters)
+
+        def passing(memory_id: int) -> bool:
+            return memory_id in allowed and memory_id not in timed_out
+
+        return rescored(fused, *read_again(self.index, query, fused, lexical, passing, window))
 
     def graph_view(self) -> GraphView:
         """The knowledge graph the graph calls read: the local index's."""

@@ -12,7 +12,7 @@ from memrouter import Router
 from memrouter.config import Config
 from memrouter.errors import ConfigError
 from memrouter.index.fusion import Fused
-from memrouter.index.rerank import DEPTH, TokenFilter, pack, reordered, unpack
+from memrouter.index.rerank import DEPTH, SHARES, Reading, Shares, TokenFilter, pack, rescored, unpack
 from memrouter.model import Match
 
 MEMORIES = {
@@ -59,7 +59,8 @@ def test_a_reranked_search_says_so_and_reads_the_words(tmp_path: Path) -> None:
         hits = router.search("how long do we keep the nightly database dumps?", limit=3)
         assert hits[0].name == "ops/backups"
         reranked = [match for match in hits[0].why if match.retriever == "rerank"]
-        assert reranked and reranked[0].rank == 1 and 0 < reranked[0].score <= 1
+        assert reranked and reranked[0].rank == 1 and reranked[0].score > 0
+        assert "late interaction" in str(reranked[0].detail) and "lexical 1.00 of the best" in str(reranked[0].detail)
         # lexical search never reranks (it never loads the model)
         assert all(m.retriever != "rerank" for hit in router.search("backups", mode="lexical") for m in hit.why)
 
@@ -100,17 +101,79 @@ def test_stop_words_and_punctuation_do_not_count() -> None:
     assert kept.tolist() == [False, True, False, True, False, False]
 
 
-def test_reordering_fuses_the_first_stage_with_the_reranked_order() -> None:
-    fused = [Fused(n, 1.0 / (60 + n), (Match("lexical", n, 1.0),)) for n in range(1, DEPTH + 6)]
-    # the reranker likes the third best: it rises above the first two; past DEPTH nothing is reranked
-    scores = {1: 0.2, 2: 0.1, 3: 0.9, DEPTH + 2: 0.99}
-    result = reordered(fused, scores, k=60)
-    assert [item.memory_id for item in result][:3] == [3, 1, 2]
+def _fused(count: int) -> list[Fused]:
+    return [Fused(n, round(1.0 / (60 + n), 6), (Match("lexical", n, 1.0),)) for n in range(1, count + 1)]
+
+
+def test_the_second_stage_orders_what_it_read_by_its_own_score() -> None:
+    fused = _fused(DEPTH + 5)
+    readings = {n: Reading(0.5, 0.0, 0.0) for n in range(1, DEPTH + 1)}
+    readings[3] = Reading(0.9, 0.0, 0.0)  # read best: first
+    readings[2] = Reading(0.5, 1.0, 0.0)  # as good a reading as the others, but the best lexical hit
+    readings[5] = Reading(0.5, 0.0, 0.5)  # ... or dense similarity
+    result = rescored(fused, readings)
+    assert [item.memory_id for item in result][:4] == [3, 5, 2, 1]
+    assert SHARES.dense * 0.5 > SHARES.lexical * 1.0  # (why 5 comes before 2)
     assert [m.retriever for m in result[0].why] == ["lexical", "rerank"]
-    assert result[0].why[-1].rank == 1  # DEPTH + 2 has the best score, but is past DEPTH: not reranked
-    assert [item.memory_id for item in result][DEPTH:] == list(range(DEPTH + 1, DEPTH + 6))
-    assert [item.score for item in result] == sorted((item.score for item in result), reverse=True)
-    assert reordered(fused, {}, k=60) == fused
+    assert result[0].why[-1].rank == 1 and "late interaction 0.900" in str(result[0].why[-1].detail)
+    assert [item.memory_id for item in result][DEPTH:] == list(range(DEPTH + 1, DEPTH + 6))  # not read: kept
+    # each takes the first stage's score of its new place: one scale, never rising down the list
+    assert [item.score for item in result] == [item.score for item in fused]
+    assert rescored(fused, {n: Reading(None, 1.0, 0.5) for n in readings}) == fused  # no token vectors yet
+
+
+def test_a_memory_borrows_from_its_better_neighbour_which_joins_the_candidates() -> None:
+    fused = _fused(4)
+    readings = {n: Reading(0.4, 0.0, 0.0) for n in range(1, 5)}
+    readings[4] = Reading(0.9, 1.0, 0.5)  # the turn that shares the question's words
+    readings[77] = Reading(0.3, 0.0, 0.0)  # the next turn: not a candidate of the first stage
+    near = {4: [77], 77: [4]}
+    result = rescored(fused, readings, near)
+    assert [item.memory_id for item in result][:2] == [4, 77]
+    assert [m.retriever for m in result[1].why] == ["rerank"] and "neighbour" in str(result[1].why[0].detail)
+    alone = rescored(fused, readings, near, Shares(SHARES.lexical, SHARES.dense, 0.0))
+    assert [item.memory_id for item in alone][-1] == 77  # without the neighbour's share it stays last
+    scores = [item.score for item in result]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_a_memory_inside_a_time_phrase_s_window_is_lifted() -> None:
+    fused = _fused(3)
+    readings = {1: Reading(0.6, 0.0, 0.0), 2: Reading(0.5, 0.0, 0.0, inside=True), 3: Reading(0.3, 0.0, 0.0)}
+    assert SHARES.time > 0.1
+    result = rescored(fused, readings)
+    assert [item.memory_id for item in result] == [2, 1, 3]
+    assert "in the time window" in str(result[0].why[-1].detail)
+    assert [item.memory_id for item in rescored(fused, readings, shares=Shares(time=0.0))] == [1, 2, 3]
+
+
+CHAT = {
+    "chat/d1-1": "Tim: We are planning a team trip next month to explore a new city. Any ideas?",
+    "chat/d1-2": "John: Edinburgh, Scotland! The castle, the old town and the history are magical.",
+    "chat/d1-3": "Tim: Nice. I also started learning the violin last week.",
+    "chat/d2-1": "John: My sister adopted a puppy named Max over the weekend.",
+    "chat/d2-2": "Tim: Our basketball team won the regional final on Saturday.",
+    "chat/d2-3": "John: I finally finished reading the fantasy series you recommended.",
+}
+
+
+def test_a_conversation_turn_is_found_through_the_turn_before_it(tmp_path: Path) -> None:
+    root = tmp_path / "memories"
+    for name, text in CHAT.items():
+        path = root / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    (root / "misc-1.md").write_text("Nothing about any city or trip here.\n", encoding="utf-8")
+    config = Config.load(root=root, index_dir=tmp_path / "index")
+    question = "Which city would be good for the team trip next month?"
+    with Router(replace(config, search=replace(config.search, rerank=True)), watch=False) as router:
+        router.refresh(embed=True)
+        hits = router.search(question, limit=2)
+        assert [hit.name for hit in hits] == ["chat/d1-1", "chat/d1-2"]
+        assert "neighbour" in str([m for m in hits[1].why if m.retriever == "rerank"][0].detail)
+        # a neighbour outside the filters is never read: "misc-1" has no neighbour, "chat/" keeps the chat
+        assert all(hit.name.startswith("chat/") for hit in router.search(question, prefix="chat/"))
+        assert [hit.name for hit in router.search(question, prefix="chat/d1-1")] == ["chat/d1-1"]
 
 
 def test_the_rerank_option_of_search_and_eval(tmp_path: Path) -> None:

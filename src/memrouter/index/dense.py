@@ -153,6 +153,23 @@ class DenseIndex:
                 result[memory_id] = [int(chunk) for chunk in self._chunk_ids[rows]]
         return result
 
+    def similarities(
+        self, conn: sqlite3.Connection, query: str, memory_ids: list[int], folders: FolderContext | None = None
+    ) -> dict[int, float]:
+        """Each memory's best-chunk similarity to ``query``, exact, with what ``folders`` lend as in ``search``
+        (memories without chunks are left out)."""
+        self._load(conn)
+        if self._matrix is None or not len(self._matrix):
+            return {}
+        known = self._query_tokens
+        vector = known[1] if known is not None and known[0] == query else self.embed_query(query)
+        best = {
+            memory_id: float((self._matrix[rows] @ vector).max())
+            for memory_id, rows in zip(memory_ids, self._rows_of(memory_ids), strict=True)
+            if len(rows)
+        }
+        return folders.lend_similarity(best, lambda m: self._similarity(vector, m)) if folders else best
+
     # -- state -------------------------------------------------------------
     def has_vectors(self, conn: sqlite3.Connection) -> bool:
         """True once any memory has chunks for the current model."""
