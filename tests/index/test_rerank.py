@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import write
 
 from memrouter import Router
 from memrouter.config import Config
@@ -159,11 +160,8 @@ CHAT = {
 
 def test_a_conversation_turn_is_found_through_the_turn_before_it(tmp_path: Path) -> None:
     root = tmp_path / "memories"
-    for name, text in CHAT.items():
-        path = root / f"{name}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
-    (root / "misc-1.md").write_text("Nothing about any city or trip here.\n", encoding="utf-8")
+    for name, text in {**CHAT, "misc-1": "Nothing about any city or trip here."}.items():
+        write(root, name, text + "\n")
     config = Config.load(root=root, index_dir=tmp_path / "index")
     question = "Which city would be good for the team trip next month?"
     with Router(replace(config, search=replace(config.search, rerank=True)), watch=False) as router:

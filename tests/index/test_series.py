@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import write
+
 from memrouter import Config, Router
 from memrouter.index.series import neighbour_names, neighbours
 
@@ -20,10 +22,8 @@ def test_the_names_next_to_a_numbered_name() -> None:
 
 def test_neighbours_are_the_indexed_ones_that_pass(tmp_path: Path) -> None:
     root = tmp_path / "memories"
-    (root / "chat").mkdir(parents=True)
     for name in ("chat/d1-1", "chat/d1-2", "chat/d1-4", "other/d1-3", "solo"):
-        (root / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
-        (root / f"{name}.md").write_text(f"# {name}\n\ntext\n", encoding="utf-8")
+        write(root, name, f"# {name}\n\ntext\n")
     with Router(Config.load(root=root, index_dir=tmp_path / "index"), watch=False) as router:
         router.refresh()
         conn = router._conn

@@ -143,8 +143,7 @@ class DenseIndex:
         self._load(conn)
         if self._matrix is None or not len(self._matrix):
             return {}
-        known = self._query_tokens
-        vector = known[1] if known is not None and known[0] == query else self.embed_query(query)
+        vector = self._query_vector(query)
         result: dict[int, list[int]] = {}
         for memory_id, rows in zip(memory_ids, self._rows_of(memory_ids), strict=True):
             if len(rows) > per_memory:
@@ -161,14 +160,18 @@ class DenseIndex:
         self._load(conn)
         if self._matrix is None or not len(self._matrix):
             return {}
-        known = self._query_tokens
-        vector = known[1] if known is not None and known[0] == query else self.embed_query(query)
+        vector = self._query_vector(query)
         best = {
             memory_id: float((self._matrix[rows] @ vector).max())
             for memory_id, rows in zip(memory_ids, self._rows_of(memory_ids), strict=True)
             if len(rows)
         }
         return folders.lend_similarity(best, lambda m: self._similarity(vector, m)) if folders else best
+
+    def _query_vector(self, query: str) -> NDArray[np.float32]:
+        """``query``'s vector: the one the last search embedded when it was this query, else a new one."""
+        known = self._query_tokens
+        return known[1] if known is not None and known[0] == query else self.embed_query(query)
 
     # -- state -------------------------------------------------------------
     def has_vectors(self, conn: sqlite3.Connection) -> bool:
