@@ -21,7 +21,13 @@ Printed per set (and per kind): lexical, semantic, equal-weight RRF, the
 first stage, the second stage with the shares fitted without the set, and
 with the shares the code ships.
 
-    .venv/bin/python benchmarks/fit_rerank.py [--locomo 10] [--cache DIR] [--recollect]
+``--misses`` prints instead where LoCoMo's session-level misses lie: the
+questions for which no evidence session is among the five best sessions
+after the second stage (shipped shares), by category, with how far down the
+first stage the evidence session's best turn sits and how many evidence
+turns neither retriever finds in its 50.
+
+    .venv/bin/python benchmarks/fit_rerank.py [--locomo 10] [--cache DIR] [--recollect] [--misses]
 """
 
 from __future__ import annotations
@@ -88,6 +94,11 @@ def equal_rrf(record: Record) -> list[str]:
     return [names[f.memory_id] for f in reciprocal_rank_fusion(lists, {}, 60)]
 
 
+def session_of(name: str) -> str:
+    """A LoCoMo turn's session (``d3-11`` -> ``d3``), as ``bench_locomo.py`` names them."""
+    return name.split("-")[0]
+
+
 def scores(records: list[Record], order: Any) -> tuple[float, float]:
     """(recall@5, MRR@10) on a golden set; (turn recall@5, session recall@5) on LoCoMo."""
     if not records:
@@ -97,8 +108,8 @@ def scores(records: list[Record], order: Any) -> tuple[float, float]:
         turn = sum(bool(set(r["expected"]) & set(o[:5])) for r, o in zip(records, ranked, strict=True))
         session = 0
         for r, o in zip(records, ranked, strict=True):
-            sessions = list(dict.fromkeys(name.split("-")[0] for name in o))
-            session += bool({name.split("-")[0] for name in r["expected"]} & set(sessions[:5]))
+            sessions = list(dict.fromkeys(session_of(name) for name in o))
+            session += bool({session_of(name) for name in r["expected"]} & set(sessions[:5]))
         return turn / len(records), session / len(records)
     r5 = sum(recall_at(o[:10], r["expected"], 5) for r, o in zip(records, ranked, strict=True)) / len(records)
     mrr = sum(reciprocal_rank(o[:10], r["expected"], 10) for r, o in zip(records, ranked, strict=True))
@@ -121,11 +132,40 @@ def best_neighbour(records: list[Record], shares: Shares) -> float:
     return max(NEIGHBOUR_GRID, key=lambda n: sum(scores(records, lambda r: reranked(r, replace(shares, neighbour=n)))))
 
 
+def session_misses(records: list[Record]) -> None:
+    """Print where the second stage's session-level misses on LoCoMo lie (see the module's docstring)."""
+    misses = []
+    for record in records:
+        ranked = list(dict.fromkeys(session_of(name) for name in reranked(record, SHARES)))
+        if not {session_of(name) for name in record["expected"]} & set(ranked[:5]):
+            misses.append(record)
+    print(f"LoCoMo session recall@5 misses: {len(misses)} of {len(records)} questions")
+    kinds = sorted({r["kind"] for r in records})
+    for kind in kinds:
+        total = sum(r["kind"] == kind for r in records)
+        missed = sum(r["kind"] == kind for r in misses)
+        print(f"  {kind:14s} {missed:4d} of {total:4d} ({missed / total:.1%})")
+    depths = {"1-5": 0, "6-10": 0, "11-30": 0, "31-50": 0, "below 50": 0}
+    for record in misses:
+        wanted = {session_of(name) for name in record["expected"]}
+        rank = next((i for i, name in enumerate(record["fused"], 1) if session_of(name) in wanted), None)
+        label = (
+            "below 50" if rank is None or rank > 50 else
+            "1-5" if rank <= 5 else "6-10" if rank <= 10 else "11-30" if rank <= 30 else "31-50"
+        )  # fmt: skip
+        depths[label] += 1
+    print("  first-stage rank of the evidence session's best turn: "
+          + ", ".join(f"{label} {count}" for label, count in depths.items()))  # fmt: skip
+    unseen = sum(not set(r["expected"]) & (set(r["lexical"]) | set(r["dense"])) for r in misses)
+    print(f"  no evidence turn in either retriever's 50: {unseen}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--locomo", type=int, default=10, help="LoCoMo conversations (0: none)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/memrouter-rerank-cache"))
     parser.add_argument("--recollect", action="store_true", help="rebuild the cached readings")
+    parser.add_argument("--misses", action="store_true", help="where LoCoMo's session-level misses lie")
     args = parser.parse_args()
     if args.recollect and args.cache.exists():
         shutil.rmtree(args.cache)
@@ -148,6 +188,9 @@ def main() -> None:
         records += json.loads(cached.read_text(encoding="utf-8"))
     by_set = {s: [r for r in records if r["set"] == s] for s in dict.fromkeys(r["set"] for r in records)}
     print(f"{len(records)} questions: " + ", ".join(f"{s} {len(rs)}" for s, rs in by_set.items()))
+    if args.misses:
+        session_misses(by_set.get("locomo", []))
+        return
 
     fitted = best_shares(by_set, SHARES.neighbour)
     print(f"fitted on all sets: lexical {fitted.lexical}, dense {fitted.dense}; shipped: {SHARES}")
