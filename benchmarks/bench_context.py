@@ -13,7 +13,10 @@ memories all have text inside a 2,000-token context, and token efficiency
 then the warm time to assemble a 2,000-token context (hybrid), against a
 plain hybrid search in the same loop.
 
-    .venv/bin/python benchmarks/bench_context.py [--conversations N] [--skip-locomo] [--skip-golden]
+``--rerank`` runs the LoCoMo part with the second stage (``[search] rerank``)
+on for both the context and the naive baseline.
+
+    .venv/bin/python benchmarks/bench_context.py [--conversations N] [--rerank] [--skip-locomo] [--skip-golden]
 """
 
 from __future__ import annotations
@@ -58,7 +61,11 @@ def shown(context: object) -> dict[str, str]:
     return {item.name: item.text for items in blocks.values() for item in items if item.name and item.text}
 
 
-def locomo(conversations: int | None) -> None:
+def locomo(conversations: int | None, rerank: bool = False) -> None:
+    from dataclasses import replace
+
+    from memrouter import Config
+
     data = json.loads(DATA.read_text(encoding="utf-8"))[:conversations]
     covered = {(kind, budget): 0 for kind in ("context", "naive") for budget in BUDGETS}
     asked = 0
@@ -68,8 +75,9 @@ def locomo(conversations: int | None) -> None:
             root = work / sample["sample_id"] / "memories"
             root.mkdir(parents=True)
             names, last = write_conversation(sample, root)
-            with Router.open(root=root, index_dir=work / sample["sample_id"] / "index", watch=False,
-                             clock=lambda last=last: last + 86400) as router:  # fmt: skip
+            config = Config.load(root=root, index_dir=work / sample["sample_id"] / "index")
+            config = replace(config, search=replace(config.search, rerank=rerank))
+            with Router(config, watch=False, clock=lambda last=last: last + 86400) as router:
                 router.refresh(embed=True)
                 for qa in sample["qa"]:
                     evidence = {turn_name(e) for e in qa.get("evidence", []) if turn_name(e) in names}
@@ -83,7 +91,8 @@ def locomo(conversations: int | None) -> None:
                         covered["naive", budget] += bool(evidence & set(naive(router, question, budget)[0]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"LoCoMo-10, {len(data)} conversations, {asked} questions: evidence coverage")
+    second = " (second stage on for both)" if rerank else ""
+    print(f"LoCoMo-10, {len(data)} conversations, {asked} questions: evidence coverage{second}")
     print(f"{'budget':>8} {'context':>9} {'naive':>9} {'points':>8}")
     for budget in BUDGETS:
         ours, theirs = covered["context", budget] / asked, covered["naive", budget] / asked
@@ -137,11 +146,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rerank", action="store_true", help="LoCoMo with [search] rerank on for both")
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--skip-golden", action="store_true")
     args = parser.parse_args()
     if not args.skip_locomo:
-        locomo(args.conversations)
+        locomo(args.conversations, args.rerank)
     if not args.skip_golden:
         golden(args.rounds)
 
