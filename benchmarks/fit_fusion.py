@@ -141,6 +141,41 @@ def collect_locomo(
     return records
 
 
+def cached_records(
+    cache: Path,
+    prefix: str,
+    locomo: int,
+    read: Reader = lists_for,
+    configure: Any = None,
+    *,
+    every_question: bool = False,
+    recollect: bool = False,
+) -> list[Record]:
+    """Every golden set's records and LoCoMo's (``locomo`` conversations; 0: none), each set collected once
+    (``collect_golden``, ``collect_locomo``; indexes under ``cache/indexes``), then read from
+    ``cache/<prefix>-<set>.json``. ``recollect`` empties the cache first."""
+    if recollect and cache.exists():
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    work = cache / "indexes"
+    sources: dict[str, Callable[[], list[Record]]] = {
+        name: lambda n=name, root=root, golden=golden: collect_golden(n, root, golden, work, read, configure)
+        for name, (root, golden) in SETS.items()
+        if golden.is_file()
+    }
+    if locomo:
+        sources[f"locomo-{locomo}"] = lambda: collect_locomo(
+            locomo, work, read, configure, every_question=every_question
+        )
+    records: list[Record] = []
+    for name, collect in sources.items():
+        cached = cache / f"{prefix}-{name}.json"
+        if not cached.is_file():
+            cached.write_text(json.dumps(collect()), encoding="utf-8")
+        records += json.loads(cached.read_text(encoding="utf-8"))
+    return records
+
+
 def dense_weight(coverage: float, low: float, high: float, low_at: float, high_at: float) -> float:
     """The shipped rule (``memrouter.searching.dense_weight``) with the grid's parameters."""
     return searching.dense_weight(coverage, low, high=high, low_at=low_at, high_at=high_at)
@@ -208,22 +243,7 @@ def main() -> None:
     if args.embedder != "minilm":  # each model's lists are cached apart
         args.cache = args.cache / args.embedder
 
-    if args.recollect and args.cache.exists():
-        shutil.rmtree(args.cache)
-    args.cache.mkdir(parents=True, exist_ok=True)
-    records: list[Record] = []
-    sources: dict[str, Any] = {
-        name: (lambda n=name, root=root, golden=golden: collect_golden(n, root, golden, args.cache / "indexes"))
-        for name, (root, golden) in SETS.items()
-        if golden.is_file()
-    }
-    if args.locomo:
-        sources[f"locomo-{args.locomo}"] = lambda: collect_locomo(args.locomo, args.cache / "indexes")
-    for name, collect in sources.items():  # each set's lists are collected once, then read from the cache
-        cached = args.cache / f"records-{name}.json"
-        if not cached.is_file():
-            cached.write_text(json.dumps(collect()), encoding="utf-8")
-        records += json.loads(cached.read_text(encoding="utf-8"))
+    records = cached_records(args.cache, "records", args.locomo, recollect=args.recollect)
     sets = list(dict.fromkeys(r["set"] for r in records))
     print(f"{len(records)} questions: " + ", ".join(f"{s} {sum(r['set'] == s for r in records)}" for s in sets))
 

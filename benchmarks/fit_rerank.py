@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fit_fusion import POOL, SETS, collect_golden, collect_locomo, lists_for
+from fit_fusion import POOL, cached_records, lists_for
 
 from memrouter import Config, Router, searching
 from memrouter.evaluation import recall_at, reciprocal_rank
@@ -167,25 +165,9 @@ def main() -> None:
     parser.add_argument("--recollect", action="store_true", help="rebuild the cached readings")
     parser.add_argument("--misses", action="store_true", help="where LoCoMo's session-level misses lie")
     args = parser.parse_args()
-    if args.recollect and args.cache.exists():
-        shutil.rmtree(args.cache)
-    args.cache.mkdir(parents=True, exist_ok=True)
-    work = args.cache / "indexes"
-    sources: dict[str, Any] = {
-        name: lambda n=name, root=root, golden=golden: collect_golden(n, root, golden, work, reading_of, with_rerank)
-        for name, (root, golden) in SETS.items()
-        if golden.is_file()
-    }
-    if args.locomo:
-        sources[f"locomo-{args.locomo}"] = lambda: collect_locomo(
-            args.locomo, work, reading_of, with_rerank, every_question=True
-        )
-    records: list[Record] = []
-    for name, collect in sources.items():  # each set is read once, then replayed from the cache
-        cached = args.cache / f"readings-{name}.json"
-        if not cached.is_file():
-            cached.write_text(json.dumps(collect()), encoding="utf-8")
-        records += json.loads(cached.read_text(encoding="utf-8"))
+    records = cached_records(
+        args.cache, "readings", args.locomo, reading_of, with_rerank, every_question=True, recollect=args.recollect
+    )
     by_set = {s: [r for r in records if r["set"] == s] for s in dict.fromkeys(r["set"] for r in records)}
     print(f"{len(records)} questions: " + ", ".join(f"{s} {len(rs)}" for s, rs in by_set.items()))
     if args.misses:
