@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from memrouter import Router
-from memrouter.query import make_filters, search_filters
+from memrouter.core.query import make_filters, search_filters
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"
 QUERIES = ("flaky tests", "postgres migration", "agent memory", "sprint planning", "error handling", "cache")

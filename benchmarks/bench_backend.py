@@ -23,8 +23,8 @@ import statistics
 import time
 from collections.abc import Callable
 
-from memrouter.backends.base import MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.forgetful_server import FakeForgetfulStore
 from memrouter.testing.servers import free_port, serve_http, stdio_command
 

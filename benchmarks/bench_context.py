@@ -32,7 +32,7 @@ from pathlib import Path
 from _common import CORPUS, percentiles
 
 from memrouter import Router
-from memrouter.context import count_tokens
+from memrouter.ops.context import count_tokens
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_locomo import DATA, turn_name, write_conversation  # noqa: E402

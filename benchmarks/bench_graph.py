@@ -45,7 +45,7 @@ LOCOMO = HERE.parents[1] / "shared" / "bench" / "locomo10.json"
 
 def open_router(root: Path, index: Path, embed: str, graph_weight: float) -> object:
     from memrouter import Router
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
 
     config = Config.load(root=root, index_dir=index)
     weights = dict(config.search.weights) | {"graph": graph_weight}
@@ -57,7 +57,7 @@ def build_seconds(corpus: Path, work: Path, rounds: int) -> dict[bool, tuple[flo
     """Best of ``rounds`` full lexical builds without the graph (its writer does nothing) and with it,
     the two alternating so that load on the machine falls on both alike: (wall, CPU) seconds for each.
     CPU time is this process's own, so other work on a shared machine changes it less than wall time."""
-    import memrouter.index.graph_store as graph_store
+    import memrouter.index.graph.store as graph_store
     from memrouter import Router
 
     original = graph_store.write_graph
@@ -85,7 +85,7 @@ def all_found(ranked: list[str], expected: tuple[str, ...] | list[str], k: int =
 
 
 def corpus_figures(args: argparse.Namespace, work: Path) -> None:
-    from memrouter.evaluation import load_golden
+    from memrouter.ops.evaluation import load_golden
 
     corpus = work / "corpus"
     shutil.copytree(args.corpus, corpus)
@@ -165,7 +165,7 @@ def corpus_figures(args: argparse.Namespace, work: Path) -> None:
 
 def golden_figures(router: object, golden: Path) -> str:
     """recall@5 and MRR@10 over every question of ``golden``, hybrid (the figures the default weight must not lose)."""
-    from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
+    from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
 
     rows = []
     for q in load_golden(golden):
@@ -206,7 +206,7 @@ def locomo_figures(args: argparse.Namespace, work: Path) -> None:
 
 def precision_figures(corpora: Path) -> dict[str, dict[str, float]]:
     """Precision and recall per kind on the labelled spots: a spot counts as found when its memory has an edge to its key."""
-    from memrouter.index.graph_extract import extract
+    from memrouter.index.graph.extract import extract
     from memrouter.store.files import MemoryStore
 
     spots = json.loads(MENTIONS.read_text(encoding="utf-8"))["spots"]

@@ -135,7 +135,7 @@ def overhead() -> None:
 
 
 def _overhead(texts: list[str], corpus: list[Path]) -> None:
-    from memrouter import writing
+    from memrouter.ops import writes as writing
     from memrouter.router import Router
 
     checks = []

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrouter.sync.hook import install_hook
-from memrouter.sync.queue import QUEUE_FILE
+from memrouter.external.sync.hook import install_hook
+from memrouter.external.sync.queue import QUEUE_FILE
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"
 

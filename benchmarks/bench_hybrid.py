@@ -44,7 +44,7 @@ def main() -> None:
     from dataclasses import replace
 
     from memrouter import Config, Router
-    from memrouter.evaluation import evaluate, load_golden
+    from memrouter.ops.evaluation import evaluate, load_golden
 
     work = Path(tempfile.mkdtemp(prefix="bench-hybrid-"))
     corpus = work / "corpus"

@@ -39,8 +39,8 @@ from _common import CORPUS, QUERIES  # noqa: E402 - benchmarks run as scripts
 from bench_load import make_projects
 
 from memrouter import Router
-from memrouter.config import Config
-from memrouter.errors import NotFound
+from memrouter.config.settings import Config
+from memrouter.core.errors import NotFound
 from memrouter.team import Team
 from memrouter.testing.postgres_server import running_postgres
 

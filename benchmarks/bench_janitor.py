@@ -14,7 +14,7 @@ near-duplicates (pairs whose originals' exact word-shingle Jaccard is >= 0.5).
 Speed (targets: 10,000 <= 5 s, 100,000 <= 60 s): synthetic memories made at
 run time from the corpus's paragraphs and LoCoMo's dialogue turns (never
 written to the repository), a tenth of them near-copies. Timed: the analysis
-(``memrouter.janitor.analyse``: exact and near duplicates, contradictions,
+(``memrouter.ops.janitor.analyse``: exact and near duplicates, contradictions,
 expiry) over the memories already read (as the janitor has them after its one
 index query), and its two main steps alone; not timed: making the texts.
 Beside it, in the same run, the baseline: SHA-256 of every text. Peak memory:
@@ -38,10 +38,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from memrouter.janitor.analyse import NEAR_DUPLICATE, analyse
-from memrouter.janitor.contradictions import find_contradictions
-from memrouter.janitor.minhash import near_duplicate_pairs
-from memrouter.janitor.records import Entry
+from memrouter.ops.janitor.analyse import NEAR_DUPLICATE, analyse
+from memrouter.ops.janitor.contradictions import find_contradictions
+from memrouter.ops.janitor.minhash import near_duplicate_pairs
+from memrouter.ops.janitor.records import Entry
 from memrouter.router import Router
 from memrouter.testing.janitor_seed import seeded_set
 

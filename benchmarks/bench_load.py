@@ -95,7 +95,7 @@ def projects_file(base: Path, projects: dict[str, Path], database: str | None) -
 
 def build_indexes(file: Path, publish: bool) -> float:
     """Build every project's local index (and its rows in the database); seconds taken."""
-    from memrouter.mcp.projects import load_projects
+    from memrouter.config.projects import load_projects
     from memrouter.router import Router
 
     served = load_projects(file, env={"BENCH_LOAD_TOKEN": TOKEN})

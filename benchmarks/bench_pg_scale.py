@@ -25,7 +25,7 @@ same run (the baseline).
         [--ef 100,200,500] [--m 24] [--ef-construction 200] [--lexical-only] [--shared-buffers 4GB]
 
 Lexical search is timed as shipped (a common word's best postings first,
-then the exact MaxScore pass, ``memrouter.pgindex.bm25``) and reading every
+then the exact MaxScore pass, ``memrouter.index.postgres.bm25``) and reading every
 posting in one pass, with how often the two agree.
 
 Targets: recall@10 >= 0.98 at the chosen ef_search, dense p95 <= 20 ms,
@@ -45,10 +45,10 @@ import numpy as np
 from _common import QUERIES, percentiles
 from bench_scale import WORD, paragraphs, questions
 
-from memrouter.index.lexical import document_terms
-from memrouter.model import Filters
-from memrouter.pgindex.bm25 import POSTINGS_CAP
-from memrouter.pgindex.schema import HNSW_EF_CONSTRUCTION, HNSW_M
+from memrouter.core.model import Filters
+from memrouter.index.postgres.bm25 import POSTINGS_CAP
+from memrouter.index.postgres.schema import HNSW_EF_CONSTRUCTION, HNSW_M
+from memrouter.index.sqlite.lexical import document_terms
 from memrouter.store.parse import parse_memory
 from memrouter.testing.postgres_server import PostgresServer, start_again, stop
 
@@ -99,9 +99,9 @@ def load(
     with ``graph`` = (m, ef_construction). Seconds per step."""
     import psycopg
 
-    from memrouter.pgindex.connect import Database
-    from memrouter.pgindex.schema import hnsw_index, migrate
-    from memrouter.pgindex.scope import ProjectScope, Writer
+    from memrouter.index.postgres.connect import Database
+    from memrouter.index.postgres.schema import hnsw_index, migrate
+    from memrouter.index.postgres.scope import ProjectScope, Writer
 
     took: dict[str, float] = {}
     with psycopg.connect(url, autocommit=True) as conn:
@@ -168,7 +168,7 @@ def hnsw_recall(
 ) -> float:
     import psycopg
 
-    from memrouter.pgindex.store import vector_text
+    from memrouter.index.postgres.store import vector_text
 
     found = 0
     with psycopg.connect(url, autocommit=True) as conn:
@@ -216,8 +216,8 @@ def measure(
     """Print recall and dense latency per ef_search and lexical latency (pruned and exact); lexical p50/p95."""
     import psycopg
 
-    from memrouter.pgindex.connect import EF_SEARCH, Database
-    from memrouter.pgindex.store import PgIndex
+    from memrouter.index.postgres.connect import EF_SEARCH, Database
+    from memrouter.index.postgres.store import PgIndex
 
     with psycopg.connect(url, autocommit=True) as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM memories WHERE project = %s ORDER BY id", (PROJECT,))]

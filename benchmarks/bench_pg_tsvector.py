@@ -64,8 +64,8 @@ def main() -> None:
     import psycopg
 
     from memrouter import Router
-    from memrouter.config import Config
-    from memrouter.evaluation import evaluate, load_golden
+    from memrouter.config.settings import Config
+    from memrouter.ops.evaluation import evaluate, load_golden
     from memrouter.testing.postgres_server import running_postgres
 
     work = Path(tempfile.mkdtemp(prefix="bench-tsvector-"))

@@ -46,8 +46,8 @@ def main() -> None:
         print(f"corpus {args.corpus} not found; skipping")
         return
     from memrouter import Router
-    from memrouter.config import Config
-    from memrouter.evaluation import evaluate, load_golden
+    from memrouter.config.settings import Config
+    from memrouter.ops.evaluation import evaluate, load_golden
     from memrouter.testing.postgres_server import running_postgres
 
     work = Path(tempfile.mkdtemp(prefix="bench-postgres-"))

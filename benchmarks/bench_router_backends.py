@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memrouter import Router
-from memrouter.backends.base import MemoryDraft
+from memrouter.external.backends.base import MemoryDraft
 from memrouter.testing.servers import free_port, serve_http
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"

@@ -25,8 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from memrouter import Router
-from memrouter.backends.split import split_content
-from memrouter.sync.engine import draft_for
+from memrouter.external.backends.split import split_content
+from memrouter.external.sync.engine import draft_for
 from memrouter.testing.forgetful_server import FakeForgetfulStore
 from memrouter.testing.servers import serve_http
 

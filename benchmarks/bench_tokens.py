@@ -27,10 +27,10 @@ from pathlib import Path
 from _common import CORPUS
 
 from memrouter import Router
-from memrouter.config import ContextConfig
-from memrouter.context import count_tokens
-from memrouter.context.tokens import counter
-from memrouter.evaluation import load_golden
+from memrouter.config.settings import ContextConfig
+from memrouter.ops.context import count_tokens
+from memrouter.ops.context.tokens import counter
+from memrouter.ops.evaluation import load_golden
 
 HERE = Path(__file__).parent
 LOCOMO = CORPUS.parents[1] / "bench" / "locomo10.json"

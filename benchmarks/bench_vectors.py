@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from memrouter.index.vectors import ExactSearch, HnswSearch, recall_at_k  # noqa: E402
+from memrouter.index.sqlite.vectors import ExactSearch, HnswSearch, recall_at_k  # noqa: E402
 
 
 def clustered(rows: int, dim: int, topics: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

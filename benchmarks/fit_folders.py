@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from memrouter import Router
-from memrouter.config import Config
-from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
+from memrouter.config.settings import Config
+from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE / "golden" / "multi-project" / "memories"

@@ -14,7 +14,7 @@ query's terms, each weighted by its idf, that the hit holds
 (``LexicalIndex.coverage``). A keyword query that names a memory gets
 coverage near 1 and lexical search is right; a paraphrase shares few rare
 words with its answer, coverage is low and dense search should count more.
-The rule (``memrouter.searching.dense_weight``): the dense weight rises
+The rule (``memrouter.index.search.dense_weight``): the dense weight rises
 linearly from ``low`` at coverage >= ``high_at`` to ``high`` at coverage <=
 ``low_at``.
 
@@ -42,10 +42,11 @@ from typing import Any
 
 from _common import CORPUS
 
-from memrouter import Config, Router, searching
-from memrouter.evaluation import load_golden, recall_at, reciprocal_rank
+from memrouter import Config, Router
+from memrouter.core.model import Filters
+from memrouter.index import search as searching
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
-from memrouter.model import Filters
+from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -177,7 +178,7 @@ def cached_records(
 
 
 def dense_weight(coverage: float, low: float, high: float, low_at: float, high_at: float) -> float:
-    """The shipped rule (``memrouter.searching.dense_weight``) with the grid's parameters."""
+    """The shipped rule (``memrouter.index.search.dense_weight``) with the grid's parameters."""
     return searching.dense_weight(coverage, low, high=high, low_at=low_at, high_at=high_at)
 
 
@@ -200,7 +201,7 @@ def fused(record: Record, weight: float | None) -> list[str]:
 
 
 def shipped(record: Record) -> float:
-    """The dense weight the code uses for ``record`` (``memrouter.searching.dense_weight``, default weight)."""
+    """The dense weight the code uses for ``record`` (``memrouter.index.search.dense_weight``, default weight)."""
     return searching.dense_weight(record["coverage"], 0.1)
 
 

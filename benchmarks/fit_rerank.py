@@ -1,4 +1,4 @@
-"""Fit and check the second stage's shares (``[search] rerank``, ``memrouter.index.rerank``).
+"""Fit and check the second stage's shares (``[search] rerank``, ``memrouter.index.sqlite.rerank``).
 
 The second stage orders the best ``DEPTH`` fused candidates, and their
 neighbours in a numbered series, by late interaction plus a share of each
@@ -40,11 +40,12 @@ from typing import Any
 
 from fit_fusion import POOL, cached_records, lists_for
 
-from memrouter import Config, Router, searching
-from memrouter.evaluation import recall_at, reciprocal_rank
+from memrouter import Config, Router
+from memrouter.core.model import Filters
+from memrouter.index import search as searching
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
-from memrouter.index.rerank import SHARES, Reading, Shares, read_again, rescored
-from memrouter.model import Filters
+from memrouter.index.sqlite.rerank import SHARES, Reading, Shares, read_again, rescored
+from memrouter.ops.evaluation import recall_at, reciprocal_rank
 
 GRID = {"lexical": (0.05, 0.1, 0.15, 0.2, 0.3), "dense": (0.2, 0.3, 0.4, 0.5, 0.7)}
 NEIGHBOUR_GRID = (0.0, 0.2, 0.3, 0.5, 0.7, 1.0)

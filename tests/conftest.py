@@ -87,7 +87,7 @@ def _isolated_home(
         if name.startswith("MEMROUTER_"):
             monkeypatch.delenv(name)
     if request.config.getoption("store") == "postgres":
-        from memrouter.pgsearch import PgSearch
+        from memrouter.index.postgres.reader import PgSearch
 
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", request.getfixturevalue("database_url"))
         monkeypatch.setenv("MEMROUTER_PROJECT", "project")

@@ -2,7 +2,7 @@
 
 Importable as ``slowclients``. ``running(app, limits)`` serves an ASGI app on
 a free loopback port in a thread, the way ``serve --http`` and ``embed-serve``
-do (``memrouter.serving``).
+do (``memrouter.http.serve``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from memrouter.serving import ConnectionLimits, HttpServer, bind_listeners
+from memrouter.http.serve import ConnectionLimits, HttpServer, bind_listeners
 
 # How long a test waits for the server to close a connection: a bound on
 # "does not hang forever", far above every timeout the tests configure.

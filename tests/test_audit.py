@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from helpers import SAMPLE, commit_all_as, git, write
 
 from memrouter import Router
-from memrouter.audit import MemoryAudit, acting_as, read_audit
 from memrouter.cli import main
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
+from memrouter.ops.audit import MemoryAudit, acting_as, read_audit
 from memrouter.team.audit import AuditLog
 
 SECRET_WORDS = "zebra-quartz-lantern"  # in every body written below: must never reach the log

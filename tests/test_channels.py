@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.router import Router
 
 DAY = 86400.0
@@ -242,7 +242,7 @@ def test_every_retriever_leaves_out_what_is_retired(tmp_path: Path) -> None:
 
 
 def test_one_sprint_memory_is_archived_in_place_and_only_a_sprint_memory(router: Router) -> None:
-    from memrouter.errors import Conflict, InvalidInput
+    from memrouter.core.errors import Conflict, InvalidInput
 
     router.lifecycle.start("s9", weeks=1, goal=None)
     note = router.save("# Spike\n\nTried a bloom filter; too many false positives.\n", kind="research")
@@ -260,7 +260,7 @@ def test_one_sprint_memory_is_archived_in_place_and_only_a_sprint_memory(router:
 
 
 def test_a_promotion_at_a_stale_hash_is_refused_and_writes_nothing(router: Router, root: Path) -> None:
-    from memrouter.errors import Conflict
+    from memrouter.core.errors import Conflict
 
     router.lifecycle.start("s8", weeks=1, goal=None)
     note = router.save("# Cache probe\n\nRedis beat the in-process cache by 3x on p95.\n", kind="research")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.index.chunking import Chunk, chunk_markdown
 from memrouter.store.markdown import iter_blocks
 from memrouter.store.parse import first_heading

@@ -11,7 +11,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.config import KNOWN_KEYS
+from memrouter.config.settings import KNOWN_KEYS
 
 
 def configured(memories: Path, toml: str) -> Path:
@@ -70,7 +70,7 @@ def test_rrf_k_and_weights_set_the_fused_scores(memories: Path, tmp_path: Path) 
 
 
 def test_fusion_adaptive_raises_the_dense_weight_when_lexical_covers_little(memories: Path, tmp_path: Path) -> None:
-    from memrouter.searching import dense_weight
+    from memrouter.index.search import dense_weight
 
     for fusion in ("adaptive", "fixed"):
         configured(memories, f'[search]\nfusion = "{fusion}"\n[embed]\nmodel = "hash"\n')
@@ -95,7 +95,7 @@ def test_fusion_adaptive_raises_the_dense_weight_when_lexical_covers_little(memo
                     )
     assert dense_weight(1.0, 0.1) == 0.1 and dense_weight(0.0, 0.1) > 0.5
     configured(memories, '[search]\nfusion = "clever"\n')
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="fusion"):
         open_router(memories, tmp_path / "bad")
@@ -115,7 +115,7 @@ def test_folder_context_lends_a_folders_overview_to_its_memories(memories: Path,
             else:  # nothing lent: the commands say nothing of vets, the overview nothing of workers
                 assert "projects/bramble/suggested_commands" not in names[:1]
     configured(memories, "[search]\nfolder_context = 2\n")
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="folder_context"):
         open_router(memories, tmp_path / "bad")
@@ -131,7 +131,7 @@ def test_rerank_reads_the_candidates_again_and_keeps_token_vectors(memories: Pat
             why = {match.retriever for hit in router.search("flaky tests in CI") for match in hit.why}
             assert ("rerank" in why) is rerank
     configured(memories, '[search]\nrerank = "yes"\n')
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="rerank must be true or false"):
         open_router(memories, tmp_path / "bad")
@@ -225,7 +225,7 @@ def test_janitor_workflow_idle_days_decides_which_team_workflows_are_idle(memori
 
 
 def test_janitor_keys_out_of_range_are_refused(memories: Path, tmp_path: Path) -> None:
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
 
     for bad in ("decay = 1.5", "decay = -0.1", "stale_days = 0", 'decay = "strong"', "workflow_idle_days = 0"):
         configured(memories, f"[janitor]\n{bad}\n")
@@ -245,14 +245,14 @@ def test_context_margin_decides_how_much_of_the_budget_is_kept_free(memories: Pa
     assert used[0.0] > used[0.5]
     for bad in ("margin = 0.9", "margin = -0.1", 'margin = "wide"'):
         configured(memories, f"[context]\n{bad}\n")
-        from memrouter.errors import ConfigError
+        from memrouter.core.errors import ConfigError
 
         with pytest.raises(ConfigError, match=r"\[context\]"):
             Router.open(root=memories, index_dir=tmp_path / "idx")
 
 
 def test_embed_background_decides_whether_the_server_embeds_in_the_background(memories: Path, tmp_path: Path) -> None:
-    from memrouter.mcp_server import _warm
+    from memrouter.mcp.serve import _warm
 
     for background in (True, False):
         configured(memories, f'[embed]\nmodel = "hash"\nbackground = {str(background).lower()}\n')
@@ -261,14 +261,14 @@ def test_embed_background_decides_whether_the_server_embeds_in_the_background(me
             assert (router.status()["dense"]["background"] is not None) is background
             assert router.status()["config"]["embed_background"] is background
     configured(memories, '[embed]\nbackground = "yes"\n')
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"\[embed\] background"):
         open_router(memories, tmp_path / "bad")
 
 
 def test_a_database_password_is_never_shown() -> None:
-    from memrouter.config import redacted_url
+    from memrouter.config.settings import redacted_url
 
     assert redacted_url("postgresql://u:secret@h/db") == "postgresql://u:***@h/db"
     assert redacted_url("postgresql://u@h/db?sslmode=require&password=secret") == (

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrouter import Router
-from memrouter.context import count_tokens
-from memrouter.context.tokens import truncate_lines
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
+from memrouter.ops.context import count_tokens
+from memrouter.ops.context.tokens import truncate_lines
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_the_five_blocks_with_provenance_and_a_cut_note(project: Path) -> None:
 
 
 def test_the_task_defaults_to_the_session_task_context(project: Path) -> None:
-    from memrouter.session.task import TaskContextStore
+    from memrouter.ops.task import TaskContextStore
 
     TaskContextStore(project / ".memrouter").set("migrate the queue worker", "keep retries")
     with open_router(project) as router:

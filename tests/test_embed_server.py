@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from memrouter.embed import Embedder, get_embedder
-from memrouter.embed_server import EmbedServerLimits, make_app
+from memrouter.http.embeddings import EmbedServerLimits, make_app
 from memrouter.testing.servers import free_port
 
 

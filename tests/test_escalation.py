@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memrouter import Router
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from memrouter.cli import main
-from memrouter.errors import InvalidInput
-from memrouter.evaluation import evaluate, hit_at, load_golden, ndcg_at, recall_at, reciprocal_rank
+from memrouter.core.errors import InvalidInput
+from memrouter.ops.evaluation import evaluate, hit_at, load_golden, ndcg_at, recall_at, reciprocal_rank
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -10,7 +10,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.config import Config, SearchConfig
+from memrouter.config.settings import Config, SearchConfig
 
 
 def names(router: Router, query: str) -> list[str]:

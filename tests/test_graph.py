@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memrouter import Router
-from memrouter.errors import InvalidInput, NotFound
-from memrouter.index.graph_extract import MAX_EDGES, extract
+from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.index.graph.extract import MAX_EDGES, extract
 from memrouter.store.files import MemoryStore
 
 
@@ -109,10 +109,10 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
 def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    from memrouter.index.connection import connect
-    from memrouter.index.graph_store import GraphRows
-    from memrouter.index.refresh import delete_memory, upsert_memory, write_transaction
-    from memrouter.index.schema import MIGRATIONS, migrate
+    from memrouter.index.graph.store import GraphRows
+    from memrouter.index.sqlite.connection import connect
+    from memrouter.index.sqlite.refresh import delete_memory, upsert_memory, write_transaction
+    from memrouter.index.sqlite.schema import MIGRATIONS, migrate
 
     monkeypatch.setattr(GraphRows, "BATCH", batch)
     root = tmp_path / "m"
@@ -274,9 +274,9 @@ def test_mention_rules_measured_on_the_corpora(tmp_path: Path, line: str, key: s
 
 
 def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memories: Path, tmp_path: Path) -> None:
-    from memrouter.index.connection import connect
-    from memrouter.index.graph import GraphView
-    from memrouter.index.graph_extract import query_keys
+    from memrouter.index.graph.extract import query_keys
+    from memrouter.index.graph.read import GraphView
+    from memrouter.index.sqlite.connection import connect
 
     write(memories, "notes/Build_Cache.md-tips", "# Déjà vu: Build Cache\n\nSee [[Release Train 2]] and README.md.\n")
     write(memories, "zsh-arrays", "---\naliases: [Bad Substitution]\n---\n# Zsh arrays\n")
@@ -297,7 +297,7 @@ def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memori
 
 @given(st.text(alphabet="ab09-_/ .A\\", max_size=12))
 def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
-    from memrouter.index.graph_extract import _slugged_key, name_key
+    from memrouter.index.graph.extract import _slugged_key, name_key
 
     assert name_key(text) == _slugged_key(text)
 
@@ -321,7 +321,7 @@ def test_a_name_already_slugged_keeps_its_key(text: str) -> None:
 def test_mentions_depend_on_the_character_before_them_and_read_non_ascii_text(
     text: str, found: list[tuple[int, str, str, str]]
 ) -> None:
-    from memrouter.index.graph_mentions import mentions
+    from memrouter.index.graph.mentions import mentions
 
     assert list(mentions(text)) == found
     assert list(mentions(text)) == found  # a second reading (cached spots) finds the same
@@ -337,7 +337,7 @@ def test_fences_of_tildes_and_backticks_hide_their_mentions(tmp_path: Path) -> N
 def test_extensions_found_through_their_prefix_tree_are_the_listed_ones(text: str) -> None:
     import re
 
-    from memrouter.index.graph_mentions import _EXTENSIONS, _PATH_END
+    from memrouter.index.graph.mentions import _EXTENSIONS, _PATH_END
 
     listed = re.compile(r"\.(?:" + _EXTENSIONS + r")(?![\w/-])")
     assert [m.span() for m in _PATH_END.finditer(text)] == [m.span() for m in listed.finditer(text)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.index.graph_extract import extract
+from memrouter.index.graph.extract import extract
 from memrouter.store.files import MemoryStore
 
 MENTIONS = Path(__file__).resolve().parents[1] / "benchmarks" / "golden" / "graph-mentions.json"

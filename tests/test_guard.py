@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from memrouter.cli import main
-from memrouter.errors import InvalidInput, Refused
+from memrouter.core.errors import InvalidInput, Refused
 from memrouter.guard import check
 from memrouter.guard.duplicates import Candidate, find_duplicate
 from memrouter.router import Router

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from memrouter.channels import Lifecycle
-from memrouter.errors import Refused
+from memrouter.core.errors import Refused
 from memrouter.mcp.service import MemoryService
+from memrouter.ops.lifecycle import Lifecycle
+from memrouter.ops.scratch import Scratchpad
 from memrouter.router import Router
-from memrouter.scratch import Scratchpad
 from memrouter.testing.guard_sets import fake
 
 SECRET = fake("ghp", random.Random(16))

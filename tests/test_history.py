@@ -11,7 +11,7 @@ import pytest
 from helpers import commit
 
 from memrouter import Router
-from memrouter.errors import InvalidInput, NotFound
+from memrouter.core.errors import InvalidInput, NotFound
 
 
 @pytest.fixture

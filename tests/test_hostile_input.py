@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrouter import Router
-from memrouter.errors import InvalidInput, MemoryRouterError
+from memrouter.core.errors import InvalidInput, MemoryRouterError
 
 MEMROUTER = [sys.executable, "-m", "memrouter"]
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from memrouter.lazylog import LazyLogger
+from memrouter.core.lazylog import LazyLogger
 
 
 def test_records_carry_the_name_level_and_callers_line(caplog: pytest.LogCaptureFixture) -> None:
@@ -29,7 +29,7 @@ def test_records_carry_the_name_level_and_callers_line(caplog: pytest.LogCapture
 def test_logging_is_imported_only_when_something_is_logged() -> None:
     code = (
         "import sys\n"
-        "import memrouter.router, memrouter.index.db, memrouter.index.dense, memrouter.store.watch\n"
+        "import memrouter.router, memrouter.index.sqlite.db, memrouter.index.sqlite.dense, memrouter.store.watch\n"
         "print('logging' in sys.modules)\n"
         "memrouter.router.log.debug('x')\n"
         "print('logging' in sys.modules)\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrouter.backends.base import ExternalHit
-from memrouter.merge import merge_hits
-from memrouter.model import Hit
+from memrouter.core.model import Hit
+from memrouter.external.backends.base import ExternalHit
+from memrouter.external.merge import merge_hits
 from memrouter.store.parse import content_hash
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from helpers import git, write
 
-from memrouter.config import Config
-from memrouter.errors import ConfigError
-from memrouter.projectkey import MAX_KEY, derived_key, normalise_remote
+from memrouter.config.projectkey import MAX_KEY, derived_key, normalise_remote
+from memrouter.config.settings import Config
+from memrouter.core.errors import ConfigError
 
 URL = "postgresql://memrouter@db.internal:5432/memory"
 

@@ -94,10 +94,10 @@ def test_every_command_line_uses_real_options(words: list[str]) -> None:
 
 
 def test_configuration_examples_load(tmp_path: Path) -> None:
-    from memrouter.backends.configured import backend_settings
-    from memrouter.backends.forgetful import ForgetfulConfig
-    from memrouter.backends.graphiti import GraphitiConfig
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
+    from memrouter.external.backends.configured import backend_settings
+    from memrouter.external.backends.forgetful import ForgetfulConfig
+    from memrouter.external.backends.graphiti import GraphitiConfig
 
     examples = [block for block in blocks("toml") if not block.startswith(PROJECTS_FILE)]
     assert examples
@@ -116,7 +116,7 @@ def test_configuration_examples_load(tmp_path: Path) -> None:
 
 
 def test_the_projects_file_example_loads(tmp_path: Path) -> None:
-    from memrouter.mcp.projects import load_projects
+    from memrouter.config.projects import load_projects
 
     example = next(block for block in blocks("toml") if block.startswith(PROJECTS_FILE))
     (tmp_path / "projects.toml").write_text(example, encoding="utf-8")

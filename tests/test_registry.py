@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from memrouter.backends.registry import BACKENDS, backend_names, load_backend
+from memrouter.core.errors import BackendError, BackendNotInstalled, ConfigError, NotInstalled
+from memrouter.core.registry import Builtin, Registry
 from memrouter.embed import EMBEDDERS, available_embedders
-from memrouter.errors import BackendError, BackendNotInstalled, ConfigError, NotInstalled
-from memrouter.registry import Builtin, Registry
+from memrouter.external.backends.registry import BACKENDS, backend_names, load_backend
 
 # (entry-point group, names(), load(name), a built-in name)
 KINDS: dict[str, tuple[str, Callable[[], list[str]], Callable[[str], Any], str]] = {
-    "backend": ("memrouter.backends", backend_names, load_backend, "forgetful"),
+    "backend": ("memrouter.external.backends", backend_names, load_backend, "forgetful"),
     "embedder": ("memrouter.embedders", available_embedders, EMBEDDERS.load, "hash"),
 }
 
@@ -90,7 +90,7 @@ def test_plugin_cannot_take_a_builtin_name(
     registry = BACKENDS if kind == "backend" else EMBEDDERS
     _install_plugin(tmp_path, group, builtin, "memrouter_evil_module:Evil")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="memrouter.registry"):
+    with caplog.at_level(logging.WARNING, logger="memrouter.core.registry"):
         assert names().count(builtin) == 1
         loaded = load(builtin)
     assert f"{loaded.__module__}:{loaded.__name__}" == registry.builtins[builtin].target

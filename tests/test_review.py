@@ -11,7 +11,7 @@ import pytest
 from helpers import SAMPLE, commit_all_as, write
 
 from memrouter import Router
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 
 # Written to match every query below, in every retriever: its words, and graph links to what they find.
 PENDING_NAME = "notes/unverified-claims"
@@ -74,7 +74,7 @@ def test_no_read_path_returns_a_pending_memory(router: Router) -> None:
 
 
 def test_the_graph_calls_do_not_show_a_pending_memory(router: Router) -> None:
-    from memrouter.errors import NotFound as GraphNotFound
+    from memrouter.core.errors import NotFound as GraphNotFound
 
     def names(items: list[object]) -> str:
         return json.dumps([item.to_dict() for item in items])  # type: ignore[attr-defined]
@@ -120,7 +120,7 @@ def test_approve_by_another_makes_it_active_and_keeps_the_author(router: Router)
 
 
 def test_an_agent_cannot_approve_what_it_wrote_without_an_author(router: Router) -> None:
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     with acting_as("agent:quiet"):  # a verbatim write (Serena's write_memory): no author in the file
         router.save("---\nstatus: pending_review\n---\n# Guess\n\nMaybe it is Redis.\n", "notes/guess")

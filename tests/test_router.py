@@ -72,7 +72,7 @@ def test_status_reports_counts_problems_and_config(router: Router, memories: Pat
     assert status["memories"]["by_channel"]["sprint"] == 1
     assert "invalid YAML" in status["problems"]["broken"]
     assert "UTF-8" in status["problems"]["latin"]
-    from memrouter.index.schema import MIGRATIONS
+    from memrouter.index.sqlite.schema import MIGRATIONS
 
     assert status["index"]["schema"] == sorted(m.name for m in MIGRATIONS)
     assert [hit.name for hit in router.search("still searchable", mode="lexical")][0] == "broken"

@@ -15,11 +15,11 @@ from helpers import SAMPLE, write
 from sync.synchelp import mapping
 
 from memrouter import Router
-from memrouter.backends.base import MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.cli import main
-from memrouter.config import Config
-from memrouter.errors import BackendUnavailable
+from memrouter.config.settings import Config
+from memrouter.core.errors import BackendUnavailable
+from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.backend_conformance import unique_word
 from memrouter.testing.servers import FakeServer, free_port, hanging_listener, serve_http
 
@@ -58,7 +58,7 @@ def test_a_project_without_backends_never_imports_the_mcp_sdk(tmp_path: Path) ->
         "import sys; from memrouter import Router\n"
         f"r = Router.open(root={str(project / '.serena' / 'memories')!r}, watch=False)\n"
         "r.search('flaky tests'); s = r.status(); assert s['backends'] == [], s\n"
-        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'memrouter.backends'))))"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'memrouter.external.backends'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memrouter import Router
-from memrouter.errors import InvalidInput
-from memrouter.scratch import MAX_NOTE_CHARS, Scratchpad
+from memrouter.core.errors import InvalidInput
+from memrouter.ops.scratch import MAX_NOTE_CHARS, Scratchpad
 
 
 class Clock:
@@ -82,7 +82,7 @@ def test_the_ttl_setting_is_used(memories: Path, tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from memrouter.scratch import Scratchpad
+from memrouter.ops.scratch import Scratchpad
 pad = Scratchpad(Path(sys.argv[1]))
 for n in range(200):
     pad.write(sys.argv[2], f"note-{n}", f"text {n}")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memrouter.cli import main
-from memrouter.search_command import SearchRequest, parse_search_argv, run_search
+from memrouter.cli.fast_search import SearchRequest, parse_search_argv, run_search
 
 
 def _fast(argv: list[str]) -> tuple[int, str, str] | None:
@@ -151,7 +151,7 @@ def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[
 
 def _console_script(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run what the ``memrouter`` script runs, listing every import on stderr (``-X importtime``)."""
-    code = f"import sys\nfrom memrouter.console import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
+    code = f"import sys\nfrom memrouter.cli.console import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
     return subprocess.run([sys.executable, "-X", "importtime", "-c", code], text=True, **kwargs)  # type: ignore[call-overload, no-any-return]
 
 
@@ -172,8 +172,8 @@ def test_the_console_script_searches_without_importing_click(memories: Path, tmp
     # what parsing and writing need.
     assert imported.isdisjoint(
         {
-            "memrouter.index.dense", "memrouter.index.chunking", "memrouter.store.parse", "memrouter.store.markdown",
-            "memrouter.team", "memrouter.cli", "json", "typing", "threading", "memrouter.channels",
+            "memrouter.index.sqlite.dense", "memrouter.index.chunking", "memrouter.store.parse", "memrouter.store.markdown",
+            "memrouter.team", "memrouter.cli.app", "json", "typing", "threading", "memrouter.ops.lifecycle",
             "memrouter.store.sprints",
         }
     )  # fmt: skip

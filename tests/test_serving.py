@@ -1,7 +1,7 @@
 """Serving over HTTP: slow clients are cut off, binding comes before the "serving" line.
 
 The app is the embeddings endpoint with the hash embedder (``memrouter
-embed-serve``), served on loopback through ``memrouter.serving``; the MCP
+embed-serve``), served on loopback through ``memrouter.http.serve``; the MCP
 server's side is in ``tests/mcp/test_http_limits.py``.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from slowclients import connect, read_until_closed, running, status_of, trickling
 
+from memrouter.core.errors import ConfigError
 from memrouter.embed import get_embedder
-from memrouter.embed_server import make_app
-from memrouter.errors import ConfigError
-from memrouter.serving import ConnectionLimits, bind_listeners, require_token_off_loopback
+from memrouter.http.embeddings import make_app
+from memrouter.http.serve import ConnectionLimits, bind_listeners, require_token_off_loopback
 
 HEAD = b"POST /v1/embeddings HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from memrouter.model import Relation
+from memrouter.core.model import Relation
 from memrouter.ui.graphview import build
 
 EDGES = [

@@ -14,7 +14,7 @@ from uibrowser import start_ui, stop_ui
 from uiproject import ui_project
 
 from memrouter import Router
-from memrouter.errors import ConfigError
+from memrouter.core.errors import ConfigError
 from memrouter.ui.app import create_app
 from memrouter.ui.server import serve_ui
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrouter.errors import IndexCorrupt, InvalidInput, NotFound
-from memrouter.index.vectors import (
+from memrouter.core.errors import IndexCorrupt, InvalidInput, NotFound
+from memrouter.index.sqlite.vectors import (
     ExactSearch,
     HnswSearch,
     from_blobs,

@@ -17,10 +17,10 @@ from pathlib import Path
 from conftest import FalkorServer, make_project
 
 from memrouter import Router
-from memrouter.backends.graphiti import GraphitiBackend, GraphitiConfig
-from memrouter.backends.graphiti_plan import episode_uuid, plan_memory
-from memrouter.sync import state
-from memrouter.sync.engine import draft_for
+from memrouter.external.backends.graphiti import GraphitiBackend, GraphitiConfig
+from memrouter.external.backends.graphiti_plan import episode_uuid, plan_memory
+from memrouter.external.sync import state
+from memrouter.external.sync.engine import draft_for
 
 CORPUS = "ai-agents-466"
 
@@ -159,7 +159,7 @@ def test_graphiti_adds_what_the_files_lack_and_drops_our_own_copies(falkordb: Fa
         # another writer of the same group (a team's own Graphiti pipeline) adds a fact memrouter never had
         outsider = GraphitiBackend(GraphitiConfig(port=falkordb.port, group="augment", embedder="hash"))
         try:
-            from memrouter.backends.base import MemoryDraft
+            from memrouter.external.backends.base import MemoryDraft
 
             outsider.upsert(MemoryDraft(title="Ops note", content="# Ops\n\nThe wombat cluster "
                                         "depends on [[infra/backups]] for restores.\n", context="memrouter:ops/wombat"))  # fmt: skip

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from interop_peers import WORK
 
-from memrouter.backends._mcp import McpSession, stdio_client_factory
+from memrouter.external.backends._mcp import McpSession, stdio_client_factory
 from memrouter.team import Team
-from memrouter.teambridge import ClaudeFlowBridge, ClaudeFlowConfig
+from memrouter.team.bridge import ClaudeFlowBridge, ClaudeFlowConfig
 
 CLI = WORK / "claude-flow" / "node_modules" / "claude-flow" / "bin" / "cli.js"
 
@@ -237,7 +237,7 @@ def test_a_lost_ledger_creates_no_duplicates(world: Any, tmp_path: Path) -> None
     bridge.sync()
     bridge.ledger.close()
     (tmp_path / "idx" / "claude-flow.sqlite").unlink()
-    from memrouter.teambridge.ledger import Ledger
+    from memrouter.team.bridge.ledger import Ledger
 
     bridge.ledger = Ledger(tmp_path / "idx" / "claude-flow.sqlite")
     bridge.sync()
@@ -245,7 +245,7 @@ def test_a_lost_ledger_creates_no_duplicates(world: Any, tmp_path: Path) -> None
 
 
 def test_the_serve_runner_mirrors_without_being_asked(world: Any) -> None:
-    from memrouter.teambridge import BridgeRunner
+    from memrouter.team.bridge import BridgeRunner
 
     team, bridge, tools, _ = world
     runner = BridgeRunner(bridge, 0.5).start()

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 from interop_peers import RealForgetful
 
-from memrouter.backends.base import Backend, MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.errors import NotFound
+from memrouter.core.errors import NotFound
+from memrouter.external.backends.base import Backend, MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.backend_conformance import BackendConformance, unique_word
 from memrouter.testing.servers import FakeServer, serve_http
 

@@ -20,8 +20,8 @@ from interop_peers import ROOT, EmbedServer, RealForgetful, start_forgetful
 from sync.synchelp import init_repository
 
 from memrouter import Router
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.sync import state
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.external.sync import state
 
 CORPUS = ROOT.parent / "shared" / "corpora" / "ai-agents-1026"
 

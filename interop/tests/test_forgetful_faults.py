@@ -13,8 +13,8 @@ from interop_peers import EmbedServer, RealForgetful, start_forgetful
 from sync.synchelp import http_toml, live_by_context, make_project, remote_memories
 
 from memrouter import Router
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.errors import BackendError
+from memrouter.core.errors import BackendError
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 
 MANY = {f"notes/topic-{i:02d}": f"# Topic {i}\n\nNote number {i} about caching and deploys.\n" for i in range(40)}
 

@@ -17,7 +17,7 @@ import test_router_backends as router_backends
 from interop_peers import RealForgetful
 from sync import synchelp, test_sync_engine, test_sync_hook, test_sync_validate
 
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 
 # The real server embeds every memory through embed-serve: give calls more time than the fake needs.
 synchelp.http_toml.__defaults__ = (30.0,)

@@ -16,29 +16,29 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "Config": "memrouter.config",
-    "BackendContractError": "memrouter.errors",
-    "BackendError": "memrouter.errors",
-    "BackendNotInstalled": "memrouter.errors",
-    "BackendUnavailable": "memrouter.errors",
-    "ConfigError": "memrouter.errors",
-    "Conflict": "memrouter.errors",
-    "IndexCorrupt": "memrouter.errors",
-    "InvalidInput": "memrouter.errors",
-    "MemoryRouterError": "memrouter.errors",
-    "NotFound": "memrouter.errors",
-    "Filters": "memrouter.model",
-    "Hit": "memrouter.model",
-    "Match": "memrouter.model",
-    "Memory": "memrouter.model",
+    "Config": "memrouter.config.settings",
+    "BackendContractError": "memrouter.core.errors",
+    "BackendError": "memrouter.core.errors",
+    "BackendNotInstalled": "memrouter.core.errors",
+    "BackendUnavailable": "memrouter.core.errors",
+    "ConfigError": "memrouter.core.errors",
+    "Conflict": "memrouter.core.errors",
+    "IndexCorrupt": "memrouter.core.errors",
+    "InvalidInput": "memrouter.core.errors",
+    "MemoryRouterError": "memrouter.core.errors",
+    "NotFound": "memrouter.core.errors",
+    "Filters": "memrouter.core.model",
+    "Hit": "memrouter.core.model",
+    "Match": "memrouter.core.model",
+    "Memory": "memrouter.core.model",
     "Router": "memrouter.router",
 }
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from memrouter.config import Config
-    from memrouter.errors import (
+    from memrouter.config.settings import Config
+    from memrouter.core.errors import (
         BackendContractError,
         BackendError,
         BackendNotInstalled,
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         MemoryRouterError,
         NotFound,
     )
-    from memrouter.model import Filters, Hit, Match, Memory
+    from memrouter.core.model import Filters, Hit, Match, Memory
     from memrouter.router import Router
 
 

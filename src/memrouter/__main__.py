@@ -1,5 +1,5 @@
 """``python -m memrouter``: the same as the ``memrouter`` command."""
 
-from memrouter.console import main
+from memrouter.cli.console import main
 
 main()

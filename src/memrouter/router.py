@@ -2,7 +2,7 @@
 
 It only composes: the files are ``memrouter.store``'s, the index (its SQL, its
 locking and repair) ``memrouter.index``'s, the external services and their
-sync ``memrouter.backends`` and ``memrouter.sync``'s. A write goes to the file
+sync ``memrouter.external.backends`` and ``memrouter.external.sync``'s. A write goes to the file
 first (the truth), then to the index in the same call, both under the
 memory's lock, so it is visible at once; if the index is busy past its wait
 limit the write still stands and the next refresh indexes it.
@@ -17,38 +17,38 @@ import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
 from pathlib import Path
 
-from memrouter.audit import audited
-from memrouter.config import Config
-from memrouter.errors import InvalidInput, NotFound
-from memrouter.external_api import ExternalQueries
-from memrouter.graph_api import GraphQueries
-from memrouter.history import HistoryQueries
-from memrouter.index import queries
-from memrouter.index.keeper import IndexKeeper
-from memrouter.index.refresh import Progress, RefreshReport
-from memrouter.lazylog import LazyLogger
-from memrouter.model import MODES, Hit, Memory, MemorySummary
-from memrouter.query import check_limit, check_query, make_filters, search_filters
-from memrouter.review import ReviewQueries, attach_audit
-from memrouter.searching import CANONICAL, make_search
+from memrouter.config.settings import Config
+from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.core.lazylog import LazyLogger
+from memrouter.core.model import MODES, Hit, Memory, MemorySummary
+from memrouter.core.names import validate_name
+from memrouter.core.query import check_limit, check_query, make_filters, search_filters
+from memrouter.index.search import CANONICAL, make_search
+from memrouter.index.sqlite import queries
+from memrouter.index.sqlite.keeper import IndexKeeper
+from memrouter.index.sqlite.refresh import Progress, RefreshReport
+from memrouter.ops.audit import audited
+from memrouter.ops.external import ExternalQueries
+from memrouter.ops.graph import GraphQueries
+from memrouter.ops.history import HistoryQueries
+from memrouter.ops.review import ReviewQueries, attach_audit
 from memrouter.store.files import MemoryStore
-from memrouter.store.names import validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-    from memrouter.channels import Lifecycle, Promotion
-    from memrouter.context import Context
-    from memrouter.external import ExternalServices
+    from memrouter.external.services import ExternalServices
     from memrouter.guard import Verdict
-    from memrouter.index.connection import IndexConnection
-    from memrouter.janitor.records import JanitorReport
-    from memrouter.pgindex.shared import SharedDatabases
-    from memrouter.scratch import Scratchpad
+    from memrouter.index.activity import ActivityTimes, Lent
+    from memrouter.index.postgres.shared import SharedDatabases
+    from memrouter.index.sqlite.connection import IndexConnection
+    from memrouter.ops.context import Context
+    from memrouter.ops.janitor.records import JanitorReport
+    from memrouter.ops.lifecycle import Lifecycle, Promotion
+    from memrouter.ops.scratch import Scratchpad
     from memrouter.team import Team
-    from memrouter.timefilter import ActivityTimes, Lent
 
 __all__ = ["Router", "CANONICAL"]
 
@@ -66,8 +66,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None,
         record_times: Lent | None = None, databases: SharedDatabases | None = None,
     ) -> None:  # fmt: skip
-        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.asof``);
-        ``databases``: PostgreSQL pools shared with other routers of this process (``memrouter.pgindex.shared``)."""
+        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.ops.asof``);
+        ``databases``: PostgreSQL pools shared with other routers of this process (``memrouter.index.postgres.shared``)."""
         self.config = config
         self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
@@ -84,7 +84,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self._services: ExternalServices | None = None
         self._team: Team | None = None
         self._scratch: Scratchpad | None = None
-        self._past = None  # memrouter.asof.PastIndexes, made by the first search as_of a date or commit
+        self._past = None  # memrouter.ops.asof.PastIndexes, made by the first search as_of a date or commit
         self._activity: ActivityTimes | None = None
         self._lent_times = record_times
         self._searcher = make_search(self._index, config, self._activity_times, self._content_of, databases)
@@ -118,14 +118,14 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """The short-term channel: per-owner notes in ``<index_dir>/scratch.sqlite``, opened on first use."""
         with self._lock:
             if self._scratch is None:
-                from memrouter.scratch import open_scratchpad
+                from memrouter.ops.scratch import open_scratchpad
 
                 self._scratch = open_scratchpad(self.config.index_dir, self.config.scratch_ttl, self.clock)
             return self._scratch
 
     def embed_in_background(self) -> None:
         """Embed memories lacking vectors in a low-priority background thread from now on: searches use
-        the vectors there are and never wait (``memrouter.index.background``); ``status`` shows progress."""
+        the vectors there are and never wait (``memrouter.index.sqlite.background``); ``status`` shows progress."""
         self._index.start_background_embedding()
 
     def close(self) -> None:
@@ -216,9 +216,9 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         (never failing when one is down); ``"canonical"`` only the files; a
         backend's name only that backend (``BackendUnavailable`` if it is down).
         Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
-        ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.channels``).
-        ``owner`` adds that owner's short-term scratchpad notes that match (``memrouter.scratch``), after the rest.
-        ``as_of`` (a date or commit) searches the memories as committed then (``memrouter.asof``).
+        ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.ops.lifecycle``).
+        ``owner`` adds that owner's short-term scratchpad notes that match (``memrouter.ops.scratch``), after the rest.
+        ``as_of`` (a date or commit) searches the memories as committed then (``memrouter.ops.asof``).
         """
         if as_of is not None:
             return self._past_router(as_of).search(
@@ -252,7 +252,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """When each memory was written or changed (git and front matter), made on first need."""
         with self._lock:
             if self._activity is None:
-                from memrouter.timefilter import ActivityTimes
+                from memrouter.index.activity import ActivityTimes
 
                 self._activity = ActivityTimes(self.config.root, self._lent_times)
             return self._activity
@@ -274,7 +274,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
     def get(self, name: str, as_of: str | None = None) -> Memory:
         """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``).
 
-        ``created``/``updated`` the file does not state come from git (``memrouter.timefilter.dated``).
+        ``created``/``updated`` the file does not state come from git (``memrouter.index.activity.dated``).
         """
         if as_of is not None:
             return self.get_as_of(name, as_of)[0]
@@ -306,8 +306,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         return self._index.indexed(listed)
 
     def publish(self, url: str | None = None) -> dict[str, Any]:
-        """Bring this project's rows in the PostgreSQL index (``url``, default ``[index] url``) in step: ``memrouter.pgsearch``."""
-        from memrouter.pgsearch import publish
+        """Bring this project's rows in the PostgreSQL index (``url``, default ``[index] url``) in step: ``memrouter.index.postgres.reader``."""
+        from memrouter.index.postgres.reader import publish
 
         self._index.ensure_fresh()
         return self._index.indexed(lambda: publish(self._conn, url or self.config.index.url, self.config.project_key))
@@ -321,8 +321,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self, query: str | None = None, task: str | None = None, max_tokens: int = 2000, *,
         channels: Iterable[str] | str | None = None, as_of: str | None = None, format: str = "xml",
     ) -> Context:  # fmt: skip
-        """The memories an agent needs for ``query``/``task`` in at most ``max_tokens`` (``memrouter.context``)."""
-        from memrouter.context import assemble_context
+        """The memories an agent needs for ``query``/``task`` in at most ``max_tokens`` (``memrouter.ops.context``)."""
+        from memrouter.ops.context import assemble_context
 
         return assemble_context(self, query, task, max_tokens, channels=channels, as_of=as_of, format=format)
 
@@ -356,13 +356,13 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         title or the first heading. ``expected_hash`` (``""`` for "must not
         exist") refuses to overwrite a concurrent change: the check and the
         write are one step, however many processes write. ``channel`` or ``kind`` may move an
-        unqualified name into the open sprint (``memrouter.channels.Lifecycle.place``).
+        unqualified name into the open sprint (``memrouter.ops.lifecycle.Lifecycle.place``).
         ``actor``: ``person`` (the default; ``user:<name>``) or ``agent`` (``agent:<id>``), whose
         hedged or ungrounded text is stored as ``pending_review``. A secret or a near-duplicate raises ``Refused``.
         ``verbatim`` (Serena's tools) writes exactly ``content``: secrets and near-duplicates are still refused,
-        but nothing is held for review or flagged (``memrouter.writing.VERBATIM``).
+        but nothing is held for review or flagged (``memrouter.ops.writes.VERBATIM``).
         """
-        from memrouter import writing
+        from memrouter.ops import writes as writing
 
         fields = {
             "title": title, "tags": tags, "kind": kind, "channel": channel, "scope": scope, "status": status,
@@ -376,7 +376,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
 
     def check(self, content: str, name: str | None = None, *, actor: str | None = None) -> Verdict:
         """What the write guard would decide about saving ``content`` as ``name``; nothing is written."""
-        from memrouter import writing
+        from memrouter.ops import writes as writing
 
         return writing.verdict_for(self._index, name or "(new memory)", content, actor=actor)[1]
 
@@ -405,7 +405,7 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         or several without ``allow_multiple_occurrences``, changes nothing
         and raises ``InvalidInput`` (see ``memrouter.store.edit``). The result passes the write guard (``save``).
         """
-        from memrouter import writing
+        from memrouter.ops import writes as writing
 
         purpose = writing.VERBATIM if verbatim else writing.CLAIMS  # verbatim: as in ``save``
         return writing.edit(
@@ -419,16 +419,16 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         Returns the moved memory and the names of the memories whose
         references were rewritten. ``Conflict`` if ``new`` already exists.
         """
-        from memrouter.renaming import rename_memory
+        from memrouter.ops.renaming import rename_memory
 
         with self._lock:
             return rename_memory(self.store, self._index, old, new, actor=actor)
 
-    # -- channels and time (memrouter.channels) -------------------------------
+    # -- channels and time (memrouter.ops.lifecycle) -------------------------------
     @property
     def lifecycle(self) -> Lifecycle:
         """Sprints (start, status, close), routing, promotion and invalidation over this root."""
-        from memrouter.channels import Lifecycle  # lazy: a search never needs it
+        from memrouter.ops.lifecycle import Lifecycle  # lazy: a search never needs it
 
         return Lifecycle(self.store, self._index, self._lock, self.clock)
 
@@ -450,8 +450,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self, summary: str, team_context: dict[str, Any] | None = None, *, title: str | None = None,
         author: str | None = None,
     ) -> Memory:  # fmt: skip
-        """Keep a team finding as an investigation note in the open sprint (``memrouter.escalation``)."""
-        from memrouter.escalation import escalation_text
+        """Keep a team finding as an investigation note in the open sprint (``memrouter.ops.escalation``)."""
+        from memrouter.ops.escalation import escalation_text
 
         title, text = escalation_text(summary, team_context, title)
         actor = author if author is not None and author.startswith("agent:") else None  # the guard judges agents
@@ -463,8 +463,8 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         return self.lifecycle.invalidate(name, reason, superseded_by)
 
     def janitor(self, *, apply: bool = False) -> JanitorReport:
-        """Propose (with ``apply``, make) consolidations, never deleting: see ``memrouter.janitor``."""
-        from memrouter.janitor.run import run_janitor
+        """Propose (with ``apply``, make) consolidations, never deleting: see ``memrouter.ops.janitor``."""
+        from memrouter.ops.janitor.run import run_janitor
 
         return run_janitor(self, apply=apply)
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.servers import FakeServer, serve_http, stdio_command
 
 

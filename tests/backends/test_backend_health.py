@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memrouter.backends.health import HealthCheck, host_port
-from memrouter.errors import ConfigError
+from memrouter.core.errors import ConfigError
+from memrouter.external.backends.health import HealthCheck, host_port
 from memrouter.testing.servers import free_port, hanging_listener
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.backends import registry
-from memrouter.backends.forgetful import ForgetfulBackend
-from memrouter.errors import BackendNotInstalled, ConfigError
+from memrouter.core.errors import BackendNotInstalled, ConfigError
+from memrouter.external.backends import registry
+from memrouter.external.backends.forgetful import ForgetfulBackend
 
 
 def _install_plugin(root: Path, name: str, value: str, module_source: str | None = None) -> None:
@@ -17,7 +17,7 @@ def _install_plugin(root: Path, name: str, value: str, module_source: str | None
     dist = root / f"memrouter_plugin_{name}-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: memrouter-plugin-{name}\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[memrouter.backends]\n{name} = {value}\n")
+    (dist / "entry_points.txt").write_text(f"[memrouter.external.backends]\n{name} = {value}\n")
     if module_source is not None:
         module = value.split(":")[0]
         (root / f"{module}.py").write_text(module_source)
@@ -80,6 +80,6 @@ def test_plugin_cannot_take_a_builtin_name(tmp_path: Path, monkeypatch: pytest.M
 def test_light_import() -> None:
     import subprocess
 
-    code = "import sys, memrouter.backends; print('mcp' in sys.modules, 'httpx2' in sys.modules)"
+    code = "import sys, memrouter.external.backends; print('mcp' in sys.modules, 'httpx2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

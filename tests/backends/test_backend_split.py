@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrouter.backends.split import split_content
+from memrouter.external.backends.split import split_content
 from memrouter.store.markdown import iter_blocks
 
 

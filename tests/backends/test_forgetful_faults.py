@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from memrouter.backends.base import MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.errors import BackendContractError, BackendUnavailable
+from memrouter.core.errors import BackendContractError, BackendUnavailable
+from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.backend_conformance import unique_word
 from memrouter.testing.servers import FakeServer, free_port, hanging_listener, start_http, stdio_command
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memrouter.backends.base import Backend, ExternalHit, MemoryDraft, backend_status
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.errors import BackendContractError, InvalidInput, NotFound
+from memrouter.core.errors import BackendContractError, InvalidInput, NotFound
+from memrouter.external.backends.base import Backend, ExternalHit, MemoryDraft, backend_status
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.backend_conformance import BackendConformance, unique_word
 from memrouter.testing.servers import FakeServer, serve_http
 

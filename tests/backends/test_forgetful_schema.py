@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from memrouter.backends.forgetful_schema import (
+from memrouter.core.errors import BackendContractError
+from memrouter.external.backends.forgetful_schema import (
     REPLY_MODELS,
     CreateResult,
     ForgetfulMemory,
@@ -18,7 +19,6 @@ from memrouter.backends.forgetful_schema import (
     UpdateResult,
     parse_reply,
 )
-from memrouter.errors import BackendContractError
 from memrouter.testing.forgetful_server import FakeForgetfulStore, break_reply
 
 
@@ -137,6 +137,6 @@ def test_every_reply_of_the_fake_follows_the_schema_and_a_broken_one_does_not() 
 
 
 def test_the_client_module_does_not_import_pydantic() -> None:
-    code = "import sys, memrouter.backends.forgetful; print('pydantic' in sys.modules)"
+    code = "import sys, memrouter.external.backends.forgetful; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from memrouter.backends.base import Backend, MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.errors import BackendUnavailable
+from memrouter.core.errors import BackendUnavailable
+from memrouter.external.backends.base import Backend, MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
 from memrouter.testing.backend_conformance import BackendConformance, unique_word
 from memrouter.testing.servers import stdio_command
 

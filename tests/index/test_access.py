@@ -9,7 +9,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.index.access import FLUSH_SECONDS, Access, decay_factor
+from memrouter.index.sqlite.access import FLUSH_SECONDS, Access, decay_factor
 
 
 class Clock:

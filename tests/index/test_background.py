@@ -12,7 +12,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.errors import ConfigError
+from memrouter.core.errors import ConfigError
 
 TOPICS = ("deploy", "database", "retry", "cache", "logging", "review", "release", "secrets")
 

@@ -9,7 +9,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.config import Config
+from memrouter.config.settings import Config
 from memrouter.embed.hashing import HashEmbedder
 
 

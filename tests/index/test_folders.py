@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from memrouter import Router
+from memrouter.core.model import Filters
 from memrouter.index.folders import FolderContext
-from memrouter.index.lexical import LexicalIndex
+from memrouter.index.sqlite.lexical import LexicalIndex
 from memrouter.index.text import query_terms
-from memrouter.model import Filters
 
 (KARAOKE,) = query_terms("karaoke")  # the term as indexed (stemmed)
 
@@ -124,7 +124,7 @@ def test_dense_similarity_is_lent_the_same_way() -> None:
 
 
 def test_the_default_share_is_the_configured_default() -> None:
-    from memrouter.config import SearchConfig
+    from memrouter.config.settings import SearchConfig
     from memrouter.index.folders import FOLDER_SHARE
 
     assert SearchConfig().folder_context == FOLDER_SHARE
@@ -147,7 +147,7 @@ def test_coverage_counts_borrowed_terms_but_not_in_the_idf(router: Router) -> No
 def test_dense_search_lends_through_the_real_model(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
 
     root = tmp_path / "memories"
     for folder, domain in PROJECTS.items():

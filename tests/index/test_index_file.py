@@ -16,12 +16,12 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.errors import IndexBusy
-from memrouter.index import db
-from memrouter.index.postings import PostingsDamaged, decode, encode
+from memrouter.core.errors import IndexBusy
+from memrouter.index.sqlite import db
+from memrouter.index.sqlite.postings import PostingsDamaged, decode, encode
 
 HOLD_OPEN = (
-    "import sys\nfrom pathlib import Path\nfrom memrouter.index.db import IndexFile\n"
+    "import sys\nfrom pathlib import Path\nfrom memrouter.index.sqlite.db import IndexFile\n"
     "index = IndexFile(Path(sys.argv[1]))\nprint('open', flush=True)\nsys.stdin.read()\n"
 )
 
@@ -139,7 +139,7 @@ def test_begin_immediate_gives_up_with_index_busy_after_the_wait(tmp_path: Path)
 
 
 def test_switching_a_new_file_to_wal_waits_for_the_process_holding_it(tmp_path: Path) -> None:
-    from memrouter.index.connection import connect, enable_wal
+    from memrouter.index.sqlite.connection import connect, enable_wal
 
     path = tmp_path / "new.sqlite"
     opener = connect(path)

@@ -7,7 +7,7 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 
 
 def names(hits: list) -> list[str]:  # type: ignore[type-arg]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memrouter import Router
-from memrouter.index.lexical import LexicalIndex
-from memrouter.model import Filters
+from memrouter.core.model import Filters
+from memrouter.index.sqlite.lexical import LexicalIndex
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "ai-agents-1026"
 QUERIES = [

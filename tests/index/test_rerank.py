@@ -10,11 +10,11 @@ import pytest
 from helpers import write
 
 from memrouter import Router
-from memrouter.config import Config
-from memrouter.errors import ConfigError
+from memrouter.config.settings import Config
+from memrouter.core.errors import ConfigError
+from memrouter.core.model import Match
 from memrouter.index.fusion import Fused
-from memrouter.index.rerank import DEPTH, SHARES, Reading, Shares, TokenFilter, pack, rescored, unpack
-from memrouter.model import Match
+from memrouter.index.sqlite.rerank import DEPTH, SHARES, Reading, Shares, TokenFilter, pack, rescored, unpack
 
 MEMORIES = {
     "ci/flaky-retries": "# Flaky test retries\n\nThe CI retries a failing test twice before it marks the job red.\n",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memrouter.janitor.contradictions import MAX_GROUP, find_contradictions, statements
-from memrouter.janitor.records import Entry
+from memrouter.ops.janitor.contradictions import MAX_GROUP, find_contradictions, statements
+from memrouter.ops.janitor.records import Entry
 
 
 def entry(name: str, body: str, title: str = "Staging database", **extra: str) -> Entry:

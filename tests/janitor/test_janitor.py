@@ -163,7 +163,7 @@ def test_the_command_prints_the_report_and_applies_only_when_asked(tmp_path: Pat
 
 
 def test_a_memory_changed_after_the_analysis_is_skipped_and_said_so(tmp_path: Path) -> None:
-    from memrouter.janitor.run import _apply
+    from memrouter.ops.janitor.run import _apply
 
     root = project(tmp_path)
     with Router.open(root=root, index_dir=tmp_path / "idx", watch=False, clock=lambda: NOW) as router:

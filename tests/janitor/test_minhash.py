@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrouter.janitor.minhash import PERMUTATIONS, near_duplicate_pairs, signatures
+from memrouter.ops.janitor.minhash import PERMUTATIONS, near_duplicate_pairs, signatures
 
 WORDS = [f"w{n}" for n in range(400)]
 

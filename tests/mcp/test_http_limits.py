@@ -22,7 +22,7 @@ from slowclients import (
     trickling,
 )
 
-from memrouter.serving import ConnectionLimits
+from memrouter.http.serve import ConnectionLimits
 from memrouter.testing.servers import free_port
 
 pytestmark = pytest.mark.anyio

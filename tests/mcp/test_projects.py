@@ -23,8 +23,8 @@ from multiproject import (
     status_of,
 )
 
-from memrouter.errors import ConfigError
-from memrouter.mcp.projects import load_projects
+from memrouter.config.projects import load_projects
+from memrouter.core.errors import ConfigError
 
 pytestmark = pytest.mark.anyio
 

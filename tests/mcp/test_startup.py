@@ -9,7 +9,7 @@ import sys
 def test_light_paths_do_not_import_the_sdk() -> None:
     code = (
         "import sys, memrouter, memrouter.cli, memrouter.mcp, memrouter.mcp.service, memrouter.mcp.http, "
-        "memrouter.mcp_server, memrouter.session\n"
+        "memrouter.mcp.serve, memrouter.repo\n"
         "heavy = sorted(m for m in ('mcp', 'mcp_types', 'uvicorn', 'starlette', 'onnxruntime', 'tokenizers') "
         "if m in sys.modules)\n"
         "print(','.join(heavy))"

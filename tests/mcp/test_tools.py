@@ -381,8 +381,8 @@ def test_lean_schema_drops_titles_and_null_branches() -> None:
 
 
 async def test_tool_enums_are_the_library_lists(project_root: Path, tmp_path: Path, connect: Any) -> None:
-    """The MCP tools spell modes and channels exactly as memrouter.model defines them."""
-    from memrouter.model import CHANNELS, MODES
+    """The MCP tools spell modes and channels exactly as memrouter.core.model defines them."""
+    from memrouter.core.model import CHANNELS, MODES
 
     async with connect(project_root, tmp_path / "index") as client:
         tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}

@@ -123,7 +123,7 @@ def test_off_loopback_without_token_is_refused(project_root: Path, tmp_path: Pat
 
 
 def test_loopback_detection() -> None:
-    from memrouter.serving import is_loopback
+    from memrouter.http.serve import is_loopback
 
     assert all(map(is_loopback, ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]))
     assert not any(map(is_loopback, ["0.0.0.0", "::", "192.168.1.5", "example.com", "127.0.0.1.evil"]))

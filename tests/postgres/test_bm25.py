@@ -1,5 +1,5 @@
 """The pruned BM25F scan of the PostgreSQL index: common words read their best postings only, and what a
-search returns is scored exactly (``memrouter.pgindex.bm25``)."""
+search returns is scored exactly (``memrouter.index.postgres.bm25``)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from helpers import write
 from index.test_folders import folder_memories
 from postgres.test_lexical_statistics import PROJECT, open_router, scores_agree
 
+from memrouter.core.model import Filters
+from memrouter.index.postgres import bm25
+from memrouter.index.postgres.bm25 import IMPACT
+from memrouter.index.postgres.connect import Database
+from memrouter.index.postgres.store import PgIndex
 from memrouter.index.text import query_terms
-from memrouter.model import Filters
-from memrouter.pgindex import bm25
-from memrouter.pgindex.bm25 import IMPACT
-from memrouter.pgindex.connect import Database
-from memrouter.pgindex.store import PgIndex
 
 EVERYTHING = Filters()
 

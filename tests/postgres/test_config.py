@@ -12,9 +12,9 @@ import pytest
 from helpers import SAMPLE, git, write
 
 from memrouter import Router
-from memrouter.config import IndexConfig
-from memrouter.errors import ConfigError
-from memrouter.pgindex.connect import EF_SEARCH
+from memrouter.config.settings import IndexConfig
+from memrouter.core.errors import ConfigError
+from memrouter.index.postgres.connect import EF_SEARCH
 
 
 def projects_in(url: str) -> dict[str, int]:

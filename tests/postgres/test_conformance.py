@@ -35,7 +35,7 @@ from test_router import (
 )
 
 from memrouter import Router
-from memrouter.config import Config
+from memrouter.config.settings import Config
 
 __all__ = [
     "test_any_filter_value_is_a_result_or_invalid_input", "test_bad_saves_change_nothing",

@@ -57,7 +57,7 @@ def make_repo(base: Path) -> Path:
         write(repo / ".serena" / "memories", name, text)
     (repo / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n', encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    # Every clone has the same remote, so the same key (``memrouter.projectkey``): two machines share rows.
+    # Every clone has the same remote, so the same key (``memrouter.config.projectkey``): two machines share rows.
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@example.com:org/repo.git"], check=True)
     return repo
 
@@ -151,7 +151,7 @@ def test_ten_projects_pushing_at_once_all_land(tmp_path: Path, database_url: str
 def test_a_push_copies_one_state_of_a_local_index_another_process_writes_meanwhile(
     memories: Path, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memrouter.pgindex import mirror
+    from memrouter.index.postgres import mirror
 
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMROUTER_PROJECT", "project")
@@ -180,7 +180,7 @@ def test_a_push_copies_one_state_of_a_local_index_another_process_writes_meanwhi
 def test_a_push_that_waited_never_takes_the_rows_back_to_an_older_state(
     memories: Path, tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memrouter.pgindex.scope import ProjectScope
+    from memrouter.index.postgres.scope import ProjectScope
 
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMROUTER_PROJECT", "project")

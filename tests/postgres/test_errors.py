@@ -1,4 +1,4 @@
-"""A bad database URL is a clear error from memrouter.errors, and nothing is changed."""
+"""A bad database URL is a clear error from memrouter.core.errors, and nothing is changed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from memrouter import Router
-from memrouter.errors import BackendContractError, BackendUnavailable, ConfigError, MemoryRouterError
-from memrouter.pgindex.connect import Database
+from memrouter.core.errors import BackendContractError, BackendUnavailable, ConfigError, MemoryRouterError
+from memrouter.index.postgres.connect import Database
 from memrouter.testing.postgres_server import PostgresServer
 from memrouter.testing.servers import free_port
 

@@ -20,7 +20,7 @@ def names_in_database(url: str) -> set[str]:
 def test_searches_fall_back_while_postgres_is_down(
     memories: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memrouter.pgsearch.RETRY_AFTER", 0.0)  # try the database again on every search
+    monkeypatch.setattr("memrouter.index.postgres.reader.RETRY_AFTER", 0.0)  # try the database again on every search
     with running_postgres() as server:
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", server.url)
         monkeypatch.setenv("MEMROUTER_PROJECT", "project")

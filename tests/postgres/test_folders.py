@@ -11,7 +11,7 @@ from index.test_folders import PROJECTS, folder_memories, project_folder
 from postgres.support import assert_no_fallback
 
 from memrouter import Router
-from memrouter.config import Config
+from memrouter.config.settings import Config
 
 QUESTIONS = (
     "karaoke app: which command starts the background worker?",

@@ -20,8 +20,8 @@ from test_graph import (
     test_the_retriever_walks_on_from_the_best_lexical_hits,
 )
 
-from memrouter.errors import BackendUnavailable
-from memrouter.pgsearch import PgSearch
+from memrouter.core.errors import BackendUnavailable
+from memrouter.index.postgres.reader import PgSearch
 
 __all__ = [
     "test_as_of_keeps_edges_of_memories_valid_then",

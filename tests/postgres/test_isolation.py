@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from postgres.support import assert_no_fallback
 
 from memrouter import Router
-from memrouter.config import Config
-from memrouter.errors import Conflict, NotFound
-from memrouter.model import Filters
-from memrouter.pgindex.connect import Database
-from memrouter.pgindex.scope import ProjectScope
-from memrouter.pgindex.store import PgIndex
+from memrouter.config.settings import Config
+from memrouter.core.errors import Conflict, NotFound
+from memrouter.core.model import Filters
+from memrouter.index.postgres.connect import Database
+from memrouter.index.postgres.scope import ProjectScope
+from memrouter.index.postgres.store import PgIndex
 from memrouter.team import Team
 
 PROJECTS = 10

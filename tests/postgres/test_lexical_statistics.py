@@ -10,9 +10,9 @@ from helpers import SAMPLE, write
 from postgres.support import assert_no_fallback
 
 from memrouter import Router
-from memrouter.index.lexical import K1, B
+from memrouter.index.postgres.schema import MIGRATIONS
+from memrouter.index.sqlite.lexical import K1, B
 from memrouter.index.text import query_terms
-from memrouter.pgindex.schema import MIGRATIONS
 
 PROJECT = "stats"
 STATISTICS = "0004_lexical_statistics"

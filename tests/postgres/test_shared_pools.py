@@ -10,8 +10,8 @@ from helpers import SAMPLE, write
 from postgres.support import assert_no_fallback
 
 from memrouter import Router
-from memrouter.config import Config
-from memrouter.pgindex.shared import SharedDatabases
+from memrouter.config.settings import Config
+from memrouter.index.postgres.shared import SharedDatabases
 from memrouter.testing.postgres_server import running_postgres, start_again, stop
 
 
@@ -29,7 +29,7 @@ def found(router: Router, query: str) -> set[str]:
 
 
 def test_routers_share_one_pool_and_renew_it_after_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memrouter.pgsearch.RETRY_AFTER", 0.0)  # try the database again on every search
+    monkeypatch.setattr("memrouter.index.postgres.reader.RETRY_AFTER", 0.0)  # try the database again on every search
     databases = SharedDatabases(max_size=4)
     with running_postgres() as server:
         alpha = Router(project(tmp_path, "alpha", server.url), watch=False, databases=databases)

@@ -17,9 +17,9 @@ from sync.conftest import fake_http, inspector  # the fake Forgetful over HTTP, 
 from sync.synchelp import git, http_toml, live_by_context, make_project, remote_memories
 
 from memrouter import Router
-from memrouter.backends.forgetful import ForgetfulBackend
-from memrouter.errors import BackendUnavailable
-from memrouter.sync import state
+from memrouter.core.errors import BackendUnavailable
+from memrouter.external.backends.forgetful import ForgetfulBackend
+from memrouter.external.sync import state
 from memrouter.testing.servers import FakeServer
 
 __all__ = ["fake_http", "inspector"]  # fixtures used here

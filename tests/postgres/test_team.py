@@ -33,7 +33,7 @@ from team.test_state_machines import (
 )
 
 from memrouter import Router
-from memrouter.errors import BackendUnavailable, MemoryRouterError
+from memrouter.core.errors import BackendUnavailable, MemoryRouterError
 from memrouter.team import ManualClock, Team
 from memrouter.testing.postgres_server import running_postgres, stop
 from memrouter.testing.servers import free_port
@@ -195,7 +195,7 @@ async def test_the_mcp_team_tools_use_the_database(memories: Path, tmp_path: Pat
 
 def test_a_database_made_before_the_team_tables_is_migrated_on_open(tmp_path: Path, database_url: str) -> None:
     """A database an older memrouter made (index migrations only) gets ``0003_team_channel`` when a team opens it."""
-    from memrouter.pgindex.schema import MIGRATIONS
+    from memrouter.index.postgres.schema import MIGRATIONS
 
     older = [(name, sql) for name, sql in MIGRATIONS if name < "0003"]
     with psycopg.connect(database_url, autocommit=True) as conn:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.errors import InvalidInput
-from memrouter.session.git import GitError, GitSession
+from memrouter.core.errors import InvalidInput
+from memrouter.repo.git import GitError, GitSession
 
 ENV = {
     **os.environ,

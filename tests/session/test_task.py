@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.errors import InvalidInput, MemoryRouterError
-from memrouter.session.task import TASK_FILE, TaskContextStore
+from memrouter.core.errors import InvalidInput, MemoryRouterError
+from memrouter.ops.task import TASK_FILE, TaskContextStore
 
 
 def test_set_get_and_survive_a_new_instance(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.store.files import MemoryStore
 from memrouter.store.parse import content_hash, sha256_hex
 
@@ -90,7 +90,7 @@ def test_bad_names_never_touch_the_disk(tmp_path: Path) -> None:
 
 def test_unreadable_files_raise_a_clear_error_and_never_stop_a_scan(tmp_path: Path) -> None:
     """Files no one can read, as any user: a symbolic link loop, a folder named like a memory, a FIFO."""
-    from memrouter.errors import MemoryRouterError
+    from memrouter.core.errors import MemoryRouterError
 
     (tmp_path / "good.md").write_text("# Good\n")
     (tmp_path / "loop.md").symlink_to("loop.md")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memrouter.errors import InvalidInput
-from memrouter.store.names import MAX_NAME_LENGTH, path_for_name, validate_name
+from memrouter.core.errors import InvalidInput
+from memrouter.core.names import MAX_NAME_LENGTH, path_for_name, validate_name
 
 SEGMENT = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,20}", fullmatch=True).filter(lambda s: s not in (".", ".."))
 

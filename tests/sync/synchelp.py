@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from helpers import SAMPLE, write
 
-from memrouter.backends.forgetful import ForgetfulBackend
+from memrouter.external.backends.forgetful import ForgetfulBackend
 
 if TYPE_CHECKING:
     from memrouter import Router
-    from memrouter.sync.state import SyncState
+    from memrouter.external.sync.state import SyncState
 
 
 def mapping(router: Router) -> SyncState:

@@ -12,9 +12,9 @@ from helpers import SAMPLE
 from sync.synchelp import git, http_toml, live_by_context, make_project, mapping, remote_memories
 
 from memrouter import Router
-from memrouter.backends.base import MemoryDraft
-from memrouter.backends.forgetful import ForgetfulBackend, ForgetfulConfig
-from memrouter.sync.engine import SyncReport, draft_for
+from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.external.sync.engine import SyncReport, draft_for
 from memrouter.testing.servers import FakeServer, start_http
 
 LONG = "# Long runbook\n\n" + "\n\n".join(f"## Step {i}\n\n" + f"do thing {i} carefully " * 40 for i in range(6))
@@ -139,7 +139,7 @@ def test_crash_after_remote_create_before_state_write_converges(project: Path, i
             memory = router.get(name)
             mapping(router).set_pending("forgetful", name, memory.hash)
             draft = draft_for(memory, project_dir=project, source_repo=project.name)
-            from memrouter.backends.split import split_content
+            from memrouter.external.backends.split import split_content
 
             first_part = split_content(memory.text, 2000)[0]
             title = draft.title if first_part == memory.text else f"{draft.title} (part 1/3)"
@@ -228,7 +228,7 @@ def test_malformed_replies_are_reported_per_memory(tmp_path: Path, fake_http: Fa
 
 
 def test_a_run_stops_when_every_memory_fails_the_same_way(tmp_path: Path, fake_http: FakeServer) -> None:
-    from memrouter.sync.engine import MAX_SAME_FAILURES
+    from memrouter.external.sync.engine import MAX_SAME_FAILURES
 
     memories = {f"bulk/note-{i:02}": f"# Note {i}\n\nbody {i}\n" for i in range(MAX_SAME_FAILURES + 4)}
     project = make_project(tmp_path, http_toml(fake_http.url), memories=memories)

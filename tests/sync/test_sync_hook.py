@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from sync.synchelp import git, http_toml, live_by_context, make_project
 
 from memrouter import Router
-from memrouter.backends.forgetful import ForgetfulBackend
 from memrouter.cli import main
-from memrouter.sync.hook import CHAINED_NAME, HOOK_MARKER, install_hook, uninstall_hook
-from memrouter.sync.queue import QUEUE_FILE, read_queue, staged_changes
-from memrouter.sync.queue_hook import parse_name_status
+from memrouter.external.backends.forgetful import ForgetfulBackend
+from memrouter.external.sync.hook import CHAINED_NAME, HOOK_MARKER, install_hook, uninstall_hook
+from memrouter.external.sync.queue import QUEUE_FILE, read_queue, staged_changes
+from memrouter.external.sync.queue_hook import parse_name_status
 from memrouter.testing.servers import FakeServer, free_port
 
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from sync.synchelp import http_toml, make_project, mapping
 
 from memrouter import Router
-from memrouter.backends.forgetful import ForgetfulBackend
 from memrouter.cli import main
+from memrouter.external.backends.forgetful import ForgetfulBackend
 from memrouter.testing.servers import FakeServer, stdio_command
 
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.config import Config
-from memrouter.errors import ConfigError
+from memrouter.config.settings import Config
+from memrouter.core.errors import ConfigError
 from memrouter.team import Team
-from memrouter.teambridge import ClaudeFlowBridge, ClaudeFlowConfig, open_bridge
-from memrouter.teambridge.client import parse_claimant
-from memrouter.teambridge.ledger import Ledger
-from memrouter.teambridge.sync_pass import digest, local_priority, remote_priority
+from memrouter.team.bridge import ClaudeFlowBridge, ClaudeFlowConfig, open_bridge
+from memrouter.team.bridge.client import parse_claimant
+from memrouter.team.bridge.ledger import Ledger
+from memrouter.team.bridge.sync_pass import digest, local_priority, remote_priority
 
 MISSING = ["/nonexistent/claude-flow-cli", "mcp", "start"]
 
@@ -138,7 +138,7 @@ def test_values_compare_as_claude_flow_gives_them_back() -> None:
 
 
 def test_the_runner_keeps_passing_while_claude_flow_is_down_and_stops_cleanly(tmp_path: Path) -> None:
-    from memrouter.teambridge import BridgeRunner
+    from memrouter.team.bridge import BridgeRunner
 
     closed: list[bool] = []
     with Team.open(tmp_path / "idx") as team:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.team.globs import may_overlap, normalize_glob
 
 

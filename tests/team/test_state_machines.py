@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memrouter.errors import Conflict, InvalidInput, NotFound, VersionConflict
+from memrouter.core.errors import Conflict, InvalidInput, NotFound, VersionConflict
 from memrouter.team import ManualClock, Team
 
 

@@ -1,60 +1,18 @@
-"""The ``memrouter`` command group: a thin layer over the Router.
-
-The console script is ``memrouter.console:main``, which runs plain search
-command lines itself (``memrouter.search_command``) and hands everything else
-to this group. Exit codes: 0 ok, 1 the operation failed, 2 bad usage or bad
-input, 3 a backend or protocol error, 4 the local index could not be used.
-Errors print one clear line on stderr.
-"""
+"""The command line: a plain search runs on the fast path (``fast_search``, no click); the click group
+(``app``) runs everything else. ``main`` (the group) is loaded on first use, so the fast path never imports click."""
 
 from __future__ import annotations
 
-import click
-
-from memrouter.cli import (
-    channels,
-    context,
-    graph,
-    guard,
-    janitor,
-    memories,
-    quality,
-    review,
-    services,
-    team,
-    team_bridge,
-    ui,
-)
-from memrouter.cli.common import State
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=str),
-    envvar="MEMROUTER_ROOT",
-    help="Memories folder (default: .serena/memories of the project found from here).",
-)
-@click.option(
-    "--index-dir",
-    type=click.Path(file_okay=False, path_type=str),
-    envvar="MEMROUTER_INDEX_DIR",
-    help="Where the index lives (default: <project>/.memrouter, or the user cache).",
-)
-@click.version_option(package_name="memrouter")
-@click.pass_context
-def main(ctx: click.Context, root: str | None, index_dir: str | None) -> None:
-    """memrouter: search and manage your project's memories, from one place."""
-    ctx.obj = State(root, index_dir)
+def __getattr__(name: str) -> Any:
+    if name != "main":
+        raise AttributeError(f"module 'memrouter.cli' has no attribute {name!r}")
+    from memrouter.cli.app import main
 
-
-for command in (
-    memories.index, memories.search, memories.get, memories.history, memories.list_, memories.save, memories.delete, memories.status, guard.check,
-    services.serve, quality.doctor, quality.eval_, services.sync, services.validate, services.hook,
-    services.embed_serve, team.team, graph.graph, channels.sprint, channels.promote, channels.invalidate,
-    context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui,
-):  # fmt: skip
-    main.add_command(command)
-team.team.add_command(team_bridge.sync)
+    return main

@@ -1,4 +1,4 @@
-"""``memrouter sprint``, ``promote`` and ``invalidate``: the sprint lifecycle and validity (``memrouter.channels``)."""
+"""``memrouter sprint``, ``promote`` and ``invalidate``: the sprint lifecycle and validity (``memrouter.ops.lifecycle``)."""
 
 from __future__ import annotations
 

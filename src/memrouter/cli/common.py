@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from memrouter.errors import MemoryRouterError, exit_code_for
+from memrouter.core.errors import MemoryRouterError, exit_code_for
 
 __all__ = ["AGENT", "FORMAT", "State", "emit", "handle_errors", "pass_state"]
 
@@ -41,16 +41,16 @@ class State:
     def router(self, *, rerank: bool = False) -> Any:
         """The project's router, opened on first use (``rerank``: with the second stage on, ``--rerank``)."""
         if self._router is None:
+            from memrouter.cli.fast_search import configured
             from memrouter.router import Router
-            from memrouter.search_command import configured
 
             self._router = Router(configured(self.root, self.index_dir, rerank=rerank), watch=False)
         return self._router
 
     def actor(self, agent: str | None) -> str | None:
         """Who acts: ``agent:<agent>``, else ``user:<git config user.name>`` of the project (None if unset)."""
-        from memrouter.audit import git_user
-        from memrouter.query import check_text
+        from memrouter.core.query import check_text
+        from memrouter.ops.audit import git_user
 
         if agent is not None:
             return f"agent:{check_text('--agent', agent)}"
@@ -59,7 +59,7 @@ class State:
 
     def reviewer(self, agent: str | None) -> str:
         """``actor``, required: a review must say who made it."""
-        from memrouter.errors import InvalidInput
+        from memrouter.core.errors import InvalidInput
 
         found = self.actor(agent)
         if found is None:

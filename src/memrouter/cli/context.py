@@ -1,4 +1,4 @@
-"""``memrouter context``: the memories an agent needs, in a token budget (``memrouter.context``)."""
+"""``memrouter context``: the memories an agent needs, in a token budget (``memrouter.ops.context``)."""
 
 from __future__ import annotations
 

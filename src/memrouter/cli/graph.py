@@ -10,7 +10,7 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
 
 __all__ = ["graph"]
 
-# The export formats (memrouter.index.graph_export.EXPORT_FORMATS), listed here so --help imports no graph module.
+# The export formats (memrouter.index.graph.export.EXPORT_FORMATS), listed here so --help imports no graph module.
 _EXPORT_FORMATS = ("json", "graphml", "dot")
 
 

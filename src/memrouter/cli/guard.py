@@ -30,7 +30,7 @@ def check(state: State, file: Any, name: str | None, actor: str, fmt: str) -> No
     would be stored (accepted or pending), 1 when refused, 2 on bad input.
     """
     from memrouter.cli.memories import _read_text
-    from memrouter.store.names import validate_name
+    from memrouter.core.names import validate_name
 
     text = _read_text(file)
     verdict = state.router().check(text, validate_name(name, strict=False) if name else None, actor=actor)

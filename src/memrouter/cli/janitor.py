@@ -1,11 +1,11 @@
-"""``memrouter janitor``: propose (or apply) consolidations: duplicates, contradictions, expiry (``memrouter.janitor``)."""
+"""``memrouter janitor``: propose (or apply) consolidations: duplicates, contradictions, expiry (``memrouter.ops.janitor``)."""
 
 from __future__ import annotations
 
 import click
 
 from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
-from memrouter.query import iso_time
+from memrouter.core.query import iso_time
 
 __all__ = ["janitor"]
 

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from memrouter.cli.common import AGENT, FORMAT, State, emit, handle_errors, pass_state
-from memrouter.model import CHANNELS, KINDS, MODES, STATUSES
+from memrouter.core.model import CHANNELS, KINDS, MODES, STATUSES
 
 
 @click.command()
@@ -139,7 +139,7 @@ def search(
     Without --channel the long-term and sprint channels are searched, and
     only what is in effect now.
     """
-    from memrouter.search_command import SearchRequest, run_search
+    from memrouter.cli.fast_search import SearchRequest, run_search
 
     request = SearchRequest(
         query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
@@ -219,9 +219,9 @@ def save(
     agent: str | None, confidence: float | None, expected_hash: str | None, fmt: str,
 ) -> None:  # fmt: skip
     """Write a memory (atomically), stamped with its author and creation time. NAME defaults to one from the title."""
-    from memrouter.audit import acting_as
-    from memrouter.errors import InvalidInput
-    from memrouter.provenance import save_stamped
+    from memrouter.core.errors import InvalidInput
+    from memrouter.ops.audit import acting_as
+    from memrouter.ops.provenance import save_stamped
 
     if (file_ is None) == (text_ is None):
         raise InvalidInput("give the content with exactly one of --file or --content")
@@ -238,7 +238,7 @@ def save(
 
 def _read_text(stream: Any) -> str:
     """A content file's text; ``InvalidInput`` when it is not UTF-8."""
-    from memrouter.errors import InvalidInput
+    from memrouter.core.errors import InvalidInput
 
     raw = stream.read()
     try:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
-from memrouter.model import MODES
+from memrouter.core.model import MODES
 
 
 @click.command()
@@ -60,7 +60,7 @@ def _parse_ks(value: str) -> tuple[int, ...]:
 @handle_errors
 def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, rerank: bool, fmt: str) -> None:
     """Score retrieval on a golden-query file: recall@k, MRR@10, nDCG@10, latency."""
-    from memrouter.evaluation import evaluate, load_golden
+    from memrouter.ops.evaluation import evaluate, load_golden
 
     cutoffs = _parse_ks(ks)
     queries = load_golden(dataset)

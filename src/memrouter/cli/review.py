@@ -8,7 +8,7 @@ from memrouter.cli.common import AGENT, FORMAT, State, emit, handle_errors, pass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memrouter.audit import AuditEntry
+    from memrouter.ops.audit import AuditEntry
 
 __all__ = ["audit", "provenance", "review"]
 
@@ -57,7 +57,7 @@ def approve(
     state: State, name: str, reason: str | None, expected_hash: str | None, agent: str | None, fmt: str
 ) -> None:
     """Make the pending memory NAME active, verified by you (never by its own author)."""
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     actor = state.reviewer(agent)
     with acting_as(actor):
@@ -75,7 +75,7 @@ def approve(
 @handle_errors
 def reject(state: State, name: str, reason: str, expected_hash: str | None, agent: str | None, fmt: str) -> None:
     """Delete the pending memory NAME; the audit log keeps who, the hash and the reason."""
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     actor = state.reviewer(agent)
     with acting_as(actor):

@@ -41,13 +41,13 @@ def serve(
     agent: str | None, projects_file: str | None,
 ) -> None:  # fmt: skip
     """Run the MCP server over stdio (or streamable HTTP with --http; many repositories with --projects)."""
-    from memrouter.mcp_server import serve as run_server
+    from memrouter.mcp.serve import serve as run_server
 
     if projects_file is not None:
         if token is not None or state.root is not None or state.index_dir is not None:
             raise click.UsageError("with --projects, the repositories and tokens come from the file: drop "
                                    "--token/MEMROUTER_TOKEN, --root and --index-dir")  # fmt: skip
-        from memrouter.mcp_server import serve_projects
+        from memrouter.mcp.serve import serve_projects
 
         def announce_projects() -> None:
             click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp/<project>", err=True)
@@ -77,7 +77,7 @@ def serve(
 @handle_errors
 def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | None, fmt: str) -> None:
     """Sync the memories one way to the external backends, by content hash."""
-    from memrouter.errors import BackendError, BackendUnavailable
+    from memrouter.core.errors import BackendError, BackendUnavailable
 
     reports = state.router().sync(backend=backend, changes=scope, dry_run=dry_run, force=force)
     data = {"changes": scope, "dry_run": dry_run, "backends": [r.to_dict() for r in reports]}
@@ -141,9 +141,9 @@ def hook(state: State, action: str, fmt: str) -> None:
     """Install or remove the git pre-commit hook that queues memory changes for sync."""
     from pathlib import Path
 
-    from memrouter.config import Config
-    from memrouter.sync.hook import install_hook, uninstall_hook
-    from memrouter.sync.queue import QUEUE_FILE
+    from memrouter.config.settings import Config
+    from memrouter.external.sync.hook import install_hook, uninstall_hook
+    from memrouter.external.sync.queue import QUEUE_FILE
 
     config = Config.load(root=state.root, index_dir=state.index_dir)
     if action == "install":
@@ -169,7 +169,7 @@ def hook(state: State, action: str, fmt: str) -> None:
 @handle_errors
 def embed_serve(host: str, port: int, token: str | None, embedder_name: str, dimension: int | None) -> None:
     """Serve an OpenAI-compatible POST /v1/embeddings from the offline embedder."""
-    from memrouter.embed_server import serve_embeddings
+    from memrouter.http.embeddings import serve_embeddings
 
     options = {} if dimension is None else {"dimension": dimension}
 

@@ -13,14 +13,14 @@ from typing import Any
 import click
 
 from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
-from memrouter.errors import Conflict, InvalidInput
+from memrouter.core.errors import Conflict, InvalidInput
 
 AGENT = click.option("--agent", "agent", required=True, help="The acting agent's id.")
 OPTIONAL_AGENT = click.option("--agent", "agent", default=None, help="The acting agent's id (recorded as the owner).")
 
 
 def _team(state: State) -> Any:
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
     from memrouter.team import Team
 
     config = Config.load(root=state.root, index_dir=state.index_dir)
@@ -330,15 +330,15 @@ def workflow_complete(
     if escalate and not (summary or "").strip():
         raise click.UsageError("--escalate needs --summary: what the workflow found")
     if escalate and state.router().lifecycle.current() is None:  # refuse before anything is cleared
-        from memrouter.channels import NO_SPRINT
-        from memrouter.errors import InvalidInput
+        from memrouter.core.errors import InvalidInput
+        from memrouter.ops.lifecycle import NO_SPRINT
 
         raise InvalidInput(f"cannot escalate: {NO_SPRINT}")
     with _team(state) as channel:
         report = channel.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
     data = {"id": workflow_id, **report}
     if escalate:
-        from memrouter.escalation import workflow_context
+        from memrouter.ops.escalation import workflow_context
 
         author = f"agent:{agent}" if agent else None
         note = state.router().escalate(str(summary), workflow_context(workflow_id, report), author=author)

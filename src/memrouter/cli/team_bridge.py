@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
-from memrouter.errors import ConfigError
+from memrouter.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from memrouter.team import Team
@@ -17,8 +17,8 @@ __all__ = ["sync", "external_board", "board_lines"]
 
 def external_board(state: State, team: Team) -> dict[str, Any] | None:
     """claude-flow's claims and tasks beside memrouter's, or None when no bridge is configured."""
-    from memrouter.config import Config
-    from memrouter.teambridge import open_bridge
+    from memrouter.config.settings import Config
+    from memrouter.team.bridge import open_bridge
 
     bridge = open_bridge(Config.load(root=state.root, index_dir=state.index_dir), team)
     if bridge is None:
@@ -48,9 +48,9 @@ def board_lines(board: dict[str, Any]) -> list[str]:
 @handle_errors
 def sync(state: State, fmt: str) -> None:
     """Mirror the team channel to claude-flow and take back what changed there (one pass)."""
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
     from memrouter.team import Team
-    from memrouter.teambridge import open_bridge
+    from memrouter.team.bridge import open_bridge
 
     config = Config.load(root=state.root, index_dir=state.index_dir)
     with Team.for_config(config) as team:

@@ -28,7 +28,7 @@ from memrouter.cli.common import State, handle_errors, pass_state
 @handle_errors
 def ui(state: State, host: str, port: int, token: str | None, open_browser: bool, projects_file: str | None) -> None:
     """Browse, search and review the memories in a local web UI."""
-    from memrouter.errors import ConfigError
+    from memrouter.core.errors import ConfigError
     from memrouter.ui.server import serve_ui, serve_ui_projects
 
     def announce(address: str) -> None:

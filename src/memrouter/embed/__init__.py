@@ -28,7 +28,7 @@ Long inputs are never truncated: texts over the model window (256 tokens) are
 embedded window by window and combined (see ``memrouter.embed.bert``).
 Third-party embedders register through the ``memrouter.embedders`` entry point
 group (a factory taking ``**options`` and returning an ``Embedder``), through
-the registry the backends use (``memrouter.registry``): an unknown name is a
+the registry the backends use (``memrouter.core.registry``): an unknown name is a
 ``ConfigError``, a missing model or dependency a ``NotInstalled``.
 """
 
@@ -37,8 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memrouter.errors import InvalidInput
-from memrouter.registry import Builtin, Registry
+from memrouter.core.errors import InvalidInput
+from memrouter.core.registry import Builtin, Registry
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,7 +19,7 @@ rest the same way for all of them, so they give the same vectors:
 * **Token vectors.** ``embed_with_tokens`` also returns each text's word
   pieces as unit vectors of the last layer (no ``[CLS]``/``[SEP]``; a long
   text's windows one after another), from the same forward pass, for late
-  interaction (``memrouter.index.rerank``). A runtime that can give them
+  interaction (``memrouter.index.sqlite.rerank``). A runtime that can give them
   supplies ``_forward_hidden``.
 """
 

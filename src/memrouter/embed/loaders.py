@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memrouter.core.errors import NotInstalled
 from memrouter.embed import MODEL_HINT
 from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import model_dir
-from memrouter.errors import NotInstalled
 
 __all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy", "resolve_model_path"]
 

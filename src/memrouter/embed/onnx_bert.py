@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrouter.core.errors import NotInstalled
 from memrouter.embed.bert import BertEmbedderBase
 from memrouter.embed.weights import file_sha256, read_safetensors
-from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np

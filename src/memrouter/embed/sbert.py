@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrouter.core.errors import NotInstalled
 from memrouter.embed.bert import BertEmbedderBase
-from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     import numpy as np

@@ -20,8 +20,8 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrouter.core.errors import NotInstalled
 from memrouter.embed import MODEL_HINT
-from memrouter.errors import NotInstalled
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray

@@ -18,7 +18,7 @@ This package imports nothing heavy and compiles its patterns on first use.
 
 from __future__ import annotations
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.guard.verdict import ACCEPTED, PENDING, REFUSED, Reason, Verdict
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)

@@ -2,7 +2,7 @@
 
 The guard compares a write with a few candidates the index finds (memories
 with the same title and those sharing the write's rarest words; see
-``memrouter.writing``), so a check costs the same however many memories
+``memrouter.ops.writes``), so a check costs the same however many memories
 there are. Word shingles are compared exactly: with a handful of candidates
 that is cheaper than estimating with MinHash, and never wrong.
 """

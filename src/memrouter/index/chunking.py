@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.store.markdown import iter_blocks
 
 __all__ = ["Chunk", "chunk_markdown"]

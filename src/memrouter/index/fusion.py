@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from memrouter.model import Match
+from memrouter.core.model import Match
 
 __all__ = ["Ranked", "Fused", "reciprocal_rank_fusion"]
 

@@ -5,7 +5,7 @@ diary of dated notes (``retrospective-2025-12-17``, ``...-18``) or numbered
 log entries (``incident-041``) are series: a question is often answered by
 the memory next to the one that shares its words ("which city did Tim
 suggest?" matches the turn that asks, the answer is the next turn). The
-second stage (``memrouter.index.rerank``) reads each candidate's neighbours
+second stage (``memrouter.index.sqlite.rerank``) reads each candidate's neighbours
 too and lets a memory borrow from the better of them.
 
 Two memories are neighbours when their names are the same up to a final

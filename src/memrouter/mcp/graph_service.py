@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.router import Router
 
 __all__ = ["GraphService", "MAX_TYPES"]

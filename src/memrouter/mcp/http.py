@@ -1,7 +1,7 @@
 """Streamable HTTP for the MCP server, with a bearer-token check in front of it.
 
 A server bound to a loopback address may run without a token; any other
-address needs one. Slow clients are cut off as ``memrouter.serving`` says. With a token configured, every HTTP request must carry
+address needs one. Slow clients are cut off as ``memrouter.http.serve`` says. With a token configured, every HTTP request must carry
 ``Authorization: Bearer <token>`` or it gets 401 (compared in constant time).
 """
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from mcp.server.mcpserver import MCPServer
 
-    from memrouter.serving import ConnectionLimits
+    from memrouter.http.serve import ConnectionLimits
 
 __all__ = ["BearerTokenMiddleware", "bearer_token", "http_app", "refuse", "run_http", "MCP_PATH"]
 
@@ -86,6 +86,6 @@ def run_http(
     on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``/mcp`` on bound ``listeners`` until the process is stopped."""
-    from memrouter.serving import HttpServer
+    from memrouter.http.serve import HttpServer
 
     HttpServer(http_app(server, host, token), listeners, limits=limits, on_ready=on_ready).run()

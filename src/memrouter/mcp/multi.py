@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from memrouter.errors import MemoryRouterError
-from memrouter.lazylog import LazyLogger
+from memrouter.core.errors import MemoryRouterError
+from memrouter.core.lazylog import LazyLogger
 from memrouter.mcp.http import MCP_PATH, bearer_token, refuse
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from memrouter.mcp.projects import ServedProjects
+    from memrouter.config.projects import ServedProjects
 
 __all__ = ["OpenedProject", "ProjectsApp"]
 

@@ -1,6 +1,6 @@
 """Who an MCP client is, for provenance and the audit log; the review queue's tools and the janitor's report.
 
-Every request runs as ``agent:<id>`` (``memrouter.audit.acting_as``): the
+Every request runs as ``agent:<id>`` (``memrouter.ops.audit.acting_as``): the
 agent the server is pinned to (``memrouter serve --agent``), else the name
 the client gave in its ``initialize`` request (``clientInfo.name``), else
 ``agent:unknown``. An agent is never a person: it may approve another
@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_types import CallToolResult, ToolAnnotations
 
-from memrouter.audit import acting_as, current_actor
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.mcp.service import MemoryService
+from memrouter.ops.audit import acting_as, current_actor
 
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext

@@ -1,4 +1,4 @@
-"""The MCP tools of the short-term channel: one owner's scratchpad (``memrouter.scratch``).
+"""The MCP tools of the short-term channel: one owner's scratchpad (``memrouter.ops.scratch``).
 
 The owner is the agent the server is pinned to (``memrouter serve --agent``),
 else the MCP session itself (``scratch_owner``): a session's notes are its own
@@ -57,7 +57,7 @@ def scratch_tools(
     pad = service.router.scratchpad
 
     def owner_of(ctx: Context[Any, Any] | None) -> str:
-        from memrouter.errors import InvalidInput
+        from memrouter.core.errors import InvalidInput
 
         owner = scratch_owner(ctx, pinned_agent)
         if owner is None:

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.context_tools import context_resource, context_tools
 from memrouter.mcp.graph_service import GraphService
 from memrouter.mcp.review_tools import REVIEW_TOOLS, acting_client, review_tools

@@ -23,18 +23,18 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from memrouter.audit import current_actor
-from memrouter.errors import Conflict, InvalidInput, NotFound
-from memrouter.model import CHANNELS, Memory
-from memrouter.provenance import save_stamped
-from memrouter.query import MAX_FILTER_VALUES, check_text
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.model import CHANNELS, Memory
+from memrouter.core.names import normalize_name, validate_name
+from memrouter.core.query import MAX_FILTER_VALUES, check_text
+from memrouter.ops.audit import current_actor
+from memrouter.ops.provenance import save_stamped
+from memrouter.ops.task import TaskContextStore
+from memrouter.repo.git import GitSession
 from memrouter.router import Router
-from memrouter.session.git import GitSession
-from memrouter.session.task import TaskContextStore
 from memrouter.store.compose import MAX_CONTENT_CHARS
 from memrouter.store.edit import replace_text
 from memrouter.store.files import MemoryStore
-from memrouter.store.names import normalize_name, validate_name
 
 __all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
 
@@ -195,7 +195,7 @@ class MemoryService:
             )
         scope, name = self._split(memory_name)
         if scope is not None:
-            from memrouter.writing import VERBATIM, guarded
+            from memrouter.ops.writes import VERBATIM, guarded
 
             scope.write(name, guarded(None, name, content, actor=_agent(), purpose=VERBATIM)[0])
             return f"Memory {GLOBAL_TOPIC}/{name} written."
@@ -247,7 +247,7 @@ class MemoryService:
         scope, name = self._split(memory_name)
         try:
             if scope is not None:
-                from memrouter.writing import VERBATIM, guarded
+                from memrouter.ops.writes import VERBATIM, guarded
 
                 memory = scope.read(name)
                 text, _ = replace_text(
@@ -373,7 +373,7 @@ def _memory_list(names: Iterable[str]) -> str:
 
 
 def _filter_values(label: str, values: list[str] | str | None) -> list[str] | None:
-    """Filter lists from agents, with the library's limits (``memrouter.query``)."""
+    """Filter lists from agents, with the library's limits (``memrouter.core.query``)."""
     if values is None:
         return None
     if isinstance(values, str):

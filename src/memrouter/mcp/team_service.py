@@ -13,15 +13,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.team import Team
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memrouter.config import Config
-    from memrouter.model import Memory
+    from memrouter.config.settings import Config
+    from memrouter.core.model import Memory
 
     Escalate = Callable[..., Memory]
 
@@ -127,7 +127,7 @@ class TeamService:
         report = self.team.workflow_complete(workflow_id, summary, agent_id=agent).to_dict()
         data = {"id": workflow_id, **report}
         if escalate is not None:
-            from memrouter.escalation import workflow_context
+            from memrouter.ops.escalation import workflow_context
 
             context = workflow_context(workflow_id, report)
             data["escalated_to"] = escalate(str(summary), context, author=f"agent:{agent}" if agent else None).name

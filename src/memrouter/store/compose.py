@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from memrouter.errors import InvalidInput
-from memrouter.model import CHANNELS, STATUSES
-from memrouter.store.names import validate_name
+from memrouter.core.errors import InvalidInput
+from memrouter.core.model import CHANNELS, STATUSES
+from memrouter.core.names import validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def check_content(text: str) -> None:
 
 def field_changes(**fields: Any) -> dict[str, Any]:
     """The front-matter changes for the given fields (``None`` means "leave as is")."""
-    from memrouter.query import check_text
+    from memrouter.core.query import check_text
 
     changes: dict[str, Any] = {}
     for key, value in fields.items():

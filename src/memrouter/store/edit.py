@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 
 __all__ = ["EDIT_MODES", "MAX_PATTERN_LENGTH", "replace_text", "rewrite_references", "REFERENCE_PREFIX"]
 

@@ -25,9 +25,9 @@ import stat as stat_module
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memrouter.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
-from memrouter.model import Memory
-from memrouter.store.names import SUFFIX, name_for_path, path_for_name, validate_name
+from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
+from memrouter.core.model import Memory
+from memrouter.core.names import SUFFIX, name_for_path, path_for_name, validate_name
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class MemoryStore:
         self._doomed: set[str] = set()  # names whose lock file goes when released (deleted memories)
         self._cleaned = False
         # Told of every change this store makes: (name, hash before or None, memory after or None).
-        # The audit log listens here (``memrouter.audit``), so no write path can skip it.
+        # The audit log listens here (``memrouter.ops.audit``), so no write path can skip it.
         self.observer: Callable[[str, str | None, Memory | None], None] | None = None
 
     # -- reading -----------------------------------------------------------

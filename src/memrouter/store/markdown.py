@@ -2,7 +2,7 @@
 
 Titles (``parse.first_heading``), chunks for embeddings
 (``memrouter.index.chunking``) and the parts of a long memory for a
-size-limited service (``memrouter.backends.split``) all read the document
+size-limited service (``memrouter.external.backends.split``) all read the document
 through ``iter_blocks``, so they agree on what is a heading and where a
 code block ends.
 

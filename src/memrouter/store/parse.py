@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrouter.model import CHANNELS, STATUSES, Memory, channel_for_kind
+from memrouter.core.model import CHANNELS, STATUSES, Memory, channel_for_kind
 from memrouter.store import frontmatter
 from memrouter.store.markdown import iter_blocks
 

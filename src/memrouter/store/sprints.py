@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memrouter.errors import InvalidInput
-from memrouter.query import iso_time
-from memrouter.store.names import SUFFIX, validate_name
+from memrouter.core.errors import InvalidInput
+from memrouter.core.names import SUFFIX, validate_name
+from memrouter.core.query import iso_time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def record_text(sprint_id: str, start: float, weeks: int, goal: str | None) -> s
         "created": iso_time(start),
     }
     if goal is not None:
-        from memrouter.query import check_text
+        from memrouter.core.query import check_text
 
         fields["goal"] = check_text("goal", goal, 500)
     return frontmatter.update(f"# Sprint {sprint_id}\n", fields)
@@ -121,7 +121,7 @@ def record_text(sprint_id: str, start: float, weeks: int, goal: str | None) -> s
 
 def read_sprints(store: MemoryStore) -> list[Sprint]:
     """Every sprint with a record, by start date (a record that cannot be read is skipped)."""
-    from memrouter.errors import NotFound
+    from memrouter.core.errors import NotFound
     from memrouter.store import frontmatter
 
     folder = store.root / SPRINTS_DIR

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from memrouter.lazylog import LazyLogger
+from memrouter.core.lazylog import LazyLogger
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:

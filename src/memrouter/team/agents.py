@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.checks import check_agent_id, check_names, check_seconds, check_text
 from memrouter.team.records import AGENT_STATUSES, Agent
 from memrouter.team.sql import Conn, Row

@@ -3,7 +3,7 @@
 Payloads, values, contexts and messages never go in: only ids, names and
 states. Appends hold an exclusive ``flock`` on the file, so lines from many
 processes never interleave. The team channel and the memory files
-(``memrouter.audit``) share the file. Past ``max_bytes`` it is renamed to
+(``memrouter.ops.audit``) share the file. Past ``max_bytes`` it is renamed to
 ``audit.jsonl.1`` (replacing the previous one) under that lock; a process
 still holding the old file notices, under the lock, and reopens the new one.
 Within a process a thread lock comes first: ``flock`` belongs to the open
@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from memrouter.lazylog import LazyLogger
+from memrouter.core.lazylog import LazyLogger
 
 __all__ = ["AuditLog", "MAX_AUDIT_BYTES"]
 

@@ -9,7 +9,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 from memrouter.team.records import MAX_VALUE_BYTES
 
 __all__ = [

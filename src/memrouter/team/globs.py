@@ -18,7 +18,7 @@ import re
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 
 __all__ = ["MAX_GLOB_CHARS", "may_overlap", "normalize_glob"]
 

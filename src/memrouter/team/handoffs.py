@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import live_agent, touch
 from memrouter.team.checks import check_agent_id, check_id, check_text, encode, new_id
 from memrouter.team.records import DEFAULT_LEASE, Handoff

@@ -2,7 +2,7 @@
 
 The operations are those of ``team.sqlite`` (``memrouter.team.sql``); each
 runs in one transaction that first names its project and the schema of the
-per-project views (``memrouter.pgindex.schema_team``), the one place a team
+per-project views (``memrouter.index.postgres.schema_team``), the one place a team
 statement is scoped. Writes hold the project's advisory lock, so they follow
 one another as ``BEGIN IMMEDIATE`` makes them on SQLite (a compare-and-set
 never loses an update); the changes of one task (claim, renew, complete,
@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from memrouter.errors import BackendUnavailable, InvalidInput
-from memrouter.pgindex.connect import Database, redacted
-from memrouter.pgindex.schema_team import TEAM_SCHEMA
+from memrouter.core.errors import BackendUnavailable, InvalidInput
+from memrouter.index.postgres.connect import Database, redacted
+from memrouter.index.postgres.schema_team import TEAM_SCHEMA
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

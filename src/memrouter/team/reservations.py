@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import touch
 from memrouter.team.checks import check_id, check_seconds, check_text, new_id
 from memrouter.team.globs import may_overlap, normalize_glob

@@ -4,7 +4,7 @@ Live state, not derived: it has its own schema and migrations, separate from
 the index, and an index rebuild never touches it. The file is in WAL mode;
 every change is one short ``BEGIN IMMEDIATE`` transaction that waits for
 other writers with the index's bounded, jittered retries
-(``memrouter.index.connection.begin_immediate``), so a busy database is
+(``memrouter.index.sqlite.connection.begin_immediate``), so a busy database is
 waited for and never surfaces as "database is locked". A connection is used
 by one thread at a time (a lock), so a server's worker threads can share it.
 """
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from memrouter.errors import StorageError
-from memrouter.index.connection import (
+from memrouter.core.errors import StorageError
+from memrouter.index.sqlite.connection import (
     DEFAULT_WRITE_WAIT,
     IndexConnection,
     connect,

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import stale_agent_ids, touch
 from memrouter.team.checks import check_id, check_int, check_names, check_seconds, check_text, encode, new_id
 from memrouter.team.records import TASK_STATES, Task

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memrouter.index.connection import DEFAULT_WRITE_WAIT
+from memrouter.index.sqlite.connection import DEFAULT_WRITE_WAIT
 from memrouter.team import agents, handoffs, idle, reservations, tasks, variables, workflows
 from memrouter.team.audit import AuditLog
 from memrouter.team.checks import check_agent_id, check_int, check_seconds
@@ -39,7 +39,7 @@ from memrouter.team.store import TeamStore
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memrouter.config import Config
+    from memrouter.config.settings import Config
 
 __all__ = ["Team", "TEAM_FILE", "AUDIT_FILE", "in_use"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrouter.errors import NotFound, VersionConflict
+from memrouter.core.errors import NotFound, VersionConflict
 from memrouter.team.checks import check_int, check_key, check_seconds, decode, encode
 from memrouter.team.records import Variable
 from memrouter.team.sql import Conn, Row

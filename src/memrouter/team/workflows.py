@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memrouter.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.checks import check_id, check_text, new_id
 from memrouter.team.records import MAX_WORKFLOW_RECORDS, Workflow, WorkflowReport
 from memrouter.team.sql import Conn, Row

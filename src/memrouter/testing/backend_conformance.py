@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from memrouter.backends.base import Backend, MemoryDraft, SupportsLinks, upsert_parts
-from memrouter.backends.split import split_content
-from memrouter.errors import InvalidInput, NotFound
+from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.external.backends.base import Backend, MemoryDraft, SupportsLinks, upsert_parts
+from memrouter.external.backends.split import split_content
 from memrouter.store.parse import content_hash
 
 __all__ = ["BackendConformance", "unique_word"]

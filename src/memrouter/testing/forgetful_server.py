@@ -30,7 +30,7 @@ that is not JSON) and ``protocol-error`` (JSON-RPC whose result is not a
 tool result).
 
 Every reply is checked against the schema the client reads with
-(``memrouter.backends.forgetful_schema``) before faults are applied, so the
+(``memrouter.external.backends.forgetful_schema``) before faults are applied, so the
 fake cannot drift from what the client expects; the argument models and
 limits come from there too.
 """
@@ -46,7 +46,7 @@ from typing import Any
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
-from memrouter.backends.forgetful_schema import REPLY_MODELS, MemoryCreate, MemoryUpdate
+from memrouter.external.backends.forgetful_schema import REPLY_MODELS, MemoryCreate, MemoryUpdate
 from memrouter.testing.forgetful_store import FakeForgetfulStore, MemoryNotFound
 
 __all__ = [

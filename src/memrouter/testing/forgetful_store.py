@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
-from memrouter.backends.forgetful_schema import MemoryCreate, MemoryUpdate
+from memrouter.external.backends.forgetful_schema import MemoryCreate, MemoryUpdate
 
 __all__ = ["FakeForgetfulStore", "MemoryNotFound", "similarity"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memrouter.errors import MemoryRouterError, VersionConflict
+from memrouter.core.errors import MemoryRouterError, VersionConflict
 from memrouter.team import Team
 
 __all__ = ["claim_until_empty", "increment_counter", "run_processes", "set_and_get"]

@@ -85,7 +85,7 @@ def run_workload(
     modes: tuple[str, ...] = ("lexical", "hybrid", "semantic"),
 ) -> WorkloadReport:
     """Run ``ops`` operations as worker ``worker``; see the module docstring."""
-    from memrouter.errors import Conflict, NotFound
+    from memrouter.core.errors import Conflict, NotFound
     from memrouter.router import Router
 
     rng = random.Random(seed * 1000 + worker)
@@ -216,7 +216,7 @@ def race_expected_hash(root: str, index_dir: str, rounds: int, barrier: Any, res
     Puts ``(worker, round, "ok" | "conflict")`` on ``results``; with a
     correct store exactly one of two rivals succeeds each round.
     """
-    from memrouter.errors import Conflict, NotFound
+    from memrouter.core.errors import Conflict, NotFound
     from memrouter.router import Router
 
     with Router.open(root=root, index_dir=index_dir, watch=False) as router:

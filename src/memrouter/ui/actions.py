@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import InvalidInput, NotFound
+from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.ui.security import same_secret
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def review(ui: UiContext, request: Request) -> Response:
 def _act(ui: UiContext, request: Request, form: dict[str, str], *, approving: bool) -> Response:
     from starlette.responses import RedirectResponse
 
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     expected = form.get("expected_hash") or None
@@ -109,7 +109,7 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     (a memory changed since is a 409, nothing changed; 303 back to the timeline)."""
     from starlette.responses import RedirectResponse
 
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     with acting_as(actor):
@@ -124,7 +124,7 @@ def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     """Archive a sprint memory through ``Router.archive``, at the hash the page showed (303 back to the timeline)."""
     from starlette.responses import RedirectResponse
 
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     with acting_as(actor):
@@ -144,7 +144,7 @@ def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
 
     from starlette.responses import RedirectResponse
 
-    from memrouter.audit import acting_as
+    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     expected = form.get("expected_hash")

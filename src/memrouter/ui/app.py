@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import (
+from memrouter.core.errors import (
     EXIT_BACKEND,
     EXIT_STORAGE,
     EXIT_USAGE,

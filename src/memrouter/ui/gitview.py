@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memrouter.recordtime import git_head, git_top
+from memrouter.index.recordtime import git_head, git_top
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,7 +69,7 @@ class GitView:
 
 
 def _slider_commits(top: Path) -> list[dict[str, str]]:
-    from memrouter.session.git import GitError, GitSession
+    from memrouter.repo.git import GitError, GitSession
 
     try:
         found = GitSession(top).get_recent_commits(SLIDER_COMMITS)
@@ -82,7 +82,7 @@ def _slider_commits(top: Path) -> list[dict[str, str]]:
 
 
 def _memory_commits(top: Path, root: Path) -> list[dict[str, Any]]:
-    from memrouter.session.git import GitError, GitSession
+    from memrouter.repo.git import GitError, GitSession
 
     try:
         folder = root.relative_to(top.resolve()).as_posix()

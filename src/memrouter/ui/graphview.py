@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memrouter.model import Relation
+    from memrouter.core.model import Relation
 
 __all__ = ["MAX_NODES", "MAX_OPEN", "Drawing", "DrawnEdge", "DrawnLine", "DrawnNode", "build", "layout"]
 

@@ -1,7 +1,7 @@
 """The web UI over several projects (``memrouter ui --projects FILE``): one app, each project under ``/p/<key>``.
 
 The projects file is the one ``memrouter serve --projects`` reads (its
-repositories and tokens; ``memrouter.mcp.projects``). Every request needs a
+repositories and tokens; ``memrouter.config.projects``). Every request needs a
 token of that file, at any address: ``Authorization: Bearer``, the
 ``memrouter_ui`` cookie, or once ``?token=`` (``security.UiGuard``). The
 start page lists the projects the token may use; a project it may not use
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from memrouter.errors import MemoryRouterError
+from memrouter.core.errors import MemoryRouterError
 from memrouter.ui.security import TOKEN_SCOPE_KEY, UiGuard
 
 __all__ = ["Access", "ProjectPages", "create_multi_app"]

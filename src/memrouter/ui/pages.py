@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memrouter.errors import InvalidInput, NotFound
-from memrouter.model import CHANNELS, MODES, STATUSES, Memory, Relation
+from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.core.model import CHANNELS, MODES, STATUSES, Memory, Relation
 from memrouter.ui.graphview import MAX_OPEN, Drawing, build
 from memrouter.ui.params import field, fields, whole_number
 from memrouter.ui.render import diff_lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memrouter.errors import InvalidInput
+from memrouter.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from starlette.requests import Request

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-from memrouter.serving import is_loopback
+from memrouter.http.serve import is_loopback
 
 __all__ = ["COOKIE", "CSP", "TOKEN_SCOPE_KEY", "UiGuard", "cookie_value", "new_secret", "same_secret"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from memrouter.errors import MemoryRouterError
+from memrouter.core.errors import MemoryRouterError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,9 +40,9 @@ def serve_ui(
     address is bound before anything else (ConfigError if it cannot be);
     ``on_ready`` gets the page's address once requests are answered.
     """
-    from memrouter.audit import git_user
+    from memrouter.http.serve import HttpServer, bind_listeners, require_token_off_loopback
+    from memrouter.ops.audit import git_user
     from memrouter.router import Router
-    from memrouter.serving import HttpServer, bind_listeners, require_token_off_loopback
     from memrouter.ui.app import create_app
 
     require_token_off_loopback(host, token, serving="serving the UI", credential="a token")
@@ -79,11 +79,11 @@ def serve_ui_projects(
     The file is read and checked, and every project's configuration loaded,
     before the address is bound; a token of the file is needed at any address.
     """
-    from memrouter.audit import git_user
-    from memrouter.mcp.projects import load_projects
-    from memrouter.pgindex.shared import SharedDatabases
+    from memrouter.config.projects import load_projects
+    from memrouter.http.serve import HttpServer, bind_listeners
+    from memrouter.index.postgres.shared import SharedDatabases
+    from memrouter.ops.audit import git_user
     from memrouter.router import Router
-    from memrouter.serving import HttpServer, bind_listeners
     from memrouter.ui.app import create_app
     from memrouter.ui.multi import ProjectPages, create_multi_app
 

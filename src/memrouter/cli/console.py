@@ -1,0 +1,39 @@
+"""The ``memrouter`` console script.
+
+A plain ``memrouter search ...`` command line runs on the fast path
+(``memrouter.cli.fast_search``: no click, nothing the search does not need);
+every other command line goes to the click group in ``memrouter.cli``. Both
+of those modules are imported from here only, so the dependency runs one way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Run ``memrouter`` with ``sys.argv``."""
+    from memrouter.cli.fast_search import parse_search_argv, run_search
+
+    request = parse_search_argv(sys.argv[1:])
+    if request is None:
+        from memrouter.cli import main as cli_main
+
+        cli_main(prog_name="memrouter")
+        return
+    try:
+        code = run_search(request)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (``| head``): nothing more to say
+        code = 1
+    # End without the interpreter's teardown: freeing every module object takes
+    # longer than the search itself, and the search has closed its index.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

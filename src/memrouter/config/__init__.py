@@ -1,0 +1,1 @@
+"""Configuration: the only reader of memrouter.toml, the projects file and MEMROUTER_* variables."""

@@ -1,0 +1,1 @@
+"""The base layer: records, errors, validation, time words, the registry. Imports nothing else of memrouter."""

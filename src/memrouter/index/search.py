@@ -1,0 +1,350 @@
+"""A search over the canonical index: candidates, fusion, time words, recency, hits.
+
+The router validates a search and decides where it goes; this module runs
+it over the index (see docs/architecture.md "A search"). Each retriever the
+mode uses returns its candidates with the filters applied inside it; the
+lists are fused by reciprocal rank. Two steps use time
+(``memrouter.index.activity``):
+
+- a time phrase in the query ("last month", "before ADR-012") is taken out
+  of the text and, by ``[search] time_words``, either lifts the memories
+  active in that window (``boost``, the default: one more ranked list, of the
+  candidates inside the window and up to a week after it) or keeps only them
+  (``filter``);
+  a query that is only a time phrase lists that window's memories, newest
+  first. Each hit's ``why`` names the phrase and its window.
+- recency (``[search.recency]``: a half-life in days per channel) scales a
+  hit's fused score by ``0.5 + 0.5 * 2 ** (-age / half_life)``, so an old
+  memory can lose at most half its score to a newer one.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from memrouter.config.settings import Config
+from memrouter.core.model import Filters, Hit, Match, MemorySummary, Provenance
+from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
+from memrouter.index.sqlite import queries
+from memrouter.index.sqlite.keeper import IndexKeeper
+from memrouter.index.sqlite.lexical import snippet
+from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH
+from memrouter.index.text import query_terms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memrouter.core.timewords import TimeWords
+    from memrouter.index.activity import ActivityTimes
+    from memrouter.index.graph.read import GraphView
+    from memrouter.index.postgres.shared import SharedDatabases
+    from memrouter.index.sqlite.connection import IndexConnection
+
+__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch", "dense_weight", "make_search"]
+
+CANONICAL = "canonical"
+# Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
+CANDIDATE_POOL = 50
+_DAY = 86400.0
+# What happened in a window is often written down a little after it: a boost also lifts what was written
+# up to this many days after the window's end (measured on LoCoMo: benchmarks/bench_locomo.py).
+BOOST_SLACK_DAYS = 7.0
+# The boost's ranked list weighs this much in fusion unless ``[search.weights] time`` says otherwise.
+TIME_WEIGHT = 0.5
+# Query-adaptive fusion (``[search] fusion = "adaptive"``): the dense weight rises from the configured
+# one, when the best lexical hit covers at least HIGH_AT of the query, to DENSE_HIGH when it covers at
+# most LOW_AT (coverage: the share of the query's terms, weighted by idf, that the hit holds).
+# Fitted by benchmarks/fit_fusion.py on its five evaluation sets (each left out in turn for the check).
+DENSE_HIGH = 0.8
+LOW_AT = 0.2
+HIGH_AT = 0.6
+
+
+def dense_weight(
+    coverage: float, configured: float, *, high: float = DENSE_HIGH, low_at: float = LOW_AT, high_at: float = HIGH_AT
+) -> float:
+    """The dense weight for a query whose best lexical hit has ``coverage`` (see ``DENSE_HIGH``;
+    ``benchmarks/fit_fusion.py`` replays it with other parameters)."""
+    high = max(high, configured)
+    if coverage >= high_at:
+        return configured
+    if coverage <= low_at:
+        return high
+    return high + (configured - high) * (coverage - low_at) / (high_at - low_at)
+
+
+@dataclass
+class CanonicalSearch:
+    """One router's search over its index (the index keeper, its configuration and its activity times)."""
+
+    index: IndexKeeper
+    config: Config
+    activity: Callable[[], ActivityTimes]
+    content_of: Callable[[str], str | None]
+    _channels: tuple[str, set[str]] | None = None  # (index generation, the channels its memories are in)
+
+    @property
+    def conn(self) -> IndexConnection:
+        return self.index.conn
+
+    def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
+        """The indexed memories passing ``filters``, by name (``Router.list``)."""
+        return queries.summaries(self.conn, filters)
+
+    def close(self) -> None:
+        """Let go of what this search holds beyond the index (nothing here; a database pool in ``PgSearch``)."""
+
+    def database_status(self) -> dict[str, object] | None:
+        """The shared database's state for ``status`` (None: no database is configured)."""
+        return None
+
+    def time_words(self, query: str, now: float) -> TimeWords | None:
+        """The time phrase in ``query`` (relative to ``now``), unless ``[search] time_words = "off"``."""
+        if self.config.search.time_words == "off":
+            return None
+        from datetime import UTC, datetime  # lazy: most searches have no time words
+
+        from memrouter.core.timewords import find_time_words
+
+        return find_time_words(query, datetime.fromtimestamp(now, UTC))
+
+    def run(self, query: str, limit: int, mode: str, filters: Filters, content: bool, now: float) -> builtins.list[Hit]:
+        """The best ``limit`` hits for ``query`` (validated) among the memories passing ``filters``."""
+        asked = query  # the second stage reads the question whole, its time phrase too
+        words = self.time_words(query, now)
+        note: Match | None = None
+        inside: frozenset[int] | None = None
+        if words is not None:
+            resolved = self.activity().resolve(self.conn, words)
+            if resolved is not None:
+                end = resolved.end
+                if end is not None and self.config.search.time_words == "boost":
+                    end = _later(end, BOOST_SLACK_DAYS)
+                inside = frozenset(self.activity().within(self.conn, resolved.start, end))
+                note = Match("time", 0, float(len(inside)), resolved.describe())
+                query = resolved.text
+        if inside is not None and set(query_terms(query)) <= _generic():
+            return self._newest(inside, limit, filters, note)
+        boosting = inside is not None and self.config.search.time_words == "boost"
+        if inside is not None and not boosting:
+            filters = replace(filters, within=inside)
+        recency, usage = self.config.search.recency, self.config.janitor
+        decaying = self._decaying(recency)
+        widened = boosting or decaying or usage.decay > 0
+        # Lexical scoring is exact and one list keeps its own order through
+        # fusion, so lexical search alone needs only ``limit`` candidates.
+        pool = limit if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
+        lists = self._candidates(query, mode, filters, pool)
+        if boosting and inside is not None:
+            lists["time"] = _inside(lists, inside)
+        weights = {"time": TIME_WEIGHT, **self.config.search.weights}
+        notes = (note,) if note is not None else ()
+        if self.config.search.fusion == "adaptive" and lists.get("lexical") and lists.get("dense"):
+            coverage = self.index.lexical.coverage(self.conn, query, lists["lexical"][0].memory_id)
+            weights["dense"] = round(dense_weight(coverage, weights.get("dense", 0.0)), 4)
+            detail = f"lexical {weights.get('lexical', 1.0):g}, dense {weights['dense']:g}: the best lexical hit holds {coverage:.0%} of the query"
+            notes = (*notes, Match("weights", 0, weights["dense"], detail))
+        reranking = self.config.search.rerank and bool(lists.get("dense"))
+        depth = None if widened else max(limit, RERANK_DEPTH) if reranking else limit
+        fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, depth)
+        # usage decay (memrouter.index.sqlite.access): off unless [janitor] decay is set
+        fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
+        if reranking:  # the second stage reads the best candidates again (memrouter.index.sqlite.rerank)
+            window = inside if boosting and inside is not None else frozenset()
+            fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
+            fused = fused if widened else fused[:limit]
+        if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
+            brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
+            if decaying and any(recency.get(row["channel"]) for row in brief.values()):
+                fused = self._decayed(fused, brief, now)
+            fused = self._one_per_content(fused, brief)[:limit]
+            rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
+        else:
+            rows = queries.hit_rows(self.conn, [item.memory_id for item in fused])
+            fused = self._one_per_content(fused, rows)
+        hits = [
+            self._hit(item, rows[item.memory_id], query, content, notes) for item in fused if item.memory_id in rows
+        ]
+        self.index.note_access([hit.name for hit in hits], now)
+        return hits
+
+    def _decaying(self, recency: dict[str, float]) -> bool:
+        """Whether any memory is in a channel that decays (checked once per index generation)."""
+        decays = {channel for channel, half_life in recency.items() if half_life}
+        if not decays:
+            return False
+        generation = queries.generation(self.conn)
+        if self._channels is None or self._channels[0] != generation:
+            self._channels = (
+                generation,
+                {row[0] for row in self.conn.execute("SELECT DISTINCT channel FROM memories")},
+            )
+        return bool(decays & self._channels[1])
+
+    def _reranked(
+        self,
+        fused: builtins.list[Fused],
+        query: str,
+        lexical: builtins.list[Ranked],
+        filters: Filters,
+        window: frozenset[int],
+    ) -> builtins.list[Fused]:
+        """``fused`` with its best candidates, and their neighbours in a numbered series, read again and
+        ordered by the second stage's score (``memrouter.index.sqlite.rerank``; ``lexical``: the lexical list;
+        ``window``: the memories a time phrase's boost lifts)."""
+        from memrouter.index.sqlite.rerank import read_again, rescored
+
+        allowed, timed_out = self.index.lexical.allowed(self.conn, filters)
+
+        def passing(memory_id: int) -> bool:
+            return memory_id in allowed and memory_id not in timed_out
+
+        return rescored(fused, *read_again(self.index, query, fused, lexical, passing, window))
+
+    def graph_view(self) -> GraphView:
+        """The knowledge graph the graph calls read: the local index's."""
+        return self.index.graph.view(self.conn)
+
+    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
+        """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
+        lists: dict[str, builtins.list[Ranked]] = {}
+        lexical, conn = self.index.lexical, self.conn
+        if mode in ("hybrid", "lexical"):
+            lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
+        if mode in ("hybrid", "semantic"):
+            lists["dense"] = self.index.dense.search(
+                conn, query, filters, pool, passing=lexical.allowed, folders=lexical.folders(conn)
+            )
+        if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
+            lists["graph"] = self.index.graph.search(conn, query, filters, pool, lexical.allowed, lists["lexical"])
+        return lists
+
+    def _decayed(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row], now: float) -> builtins.list[Fused]:
+        """``fused`` with each score scaled by its channel's recency decay, reordered."""
+        from memrouter.core.query import iso_time
+
+        latest = self.activity().latest(self.conn)
+        recency = self.config.search.recency
+        scaled: builtins.list[Fused] = []
+        for item in fused:
+            row = rows.get(item.memory_id)
+            half_life = recency.get(str(row["channel"]), 0.0) if row is not None else 0.0
+            when = latest.get(item.memory_id)
+            if not half_life or when is None:
+                scaled.append(item)
+                continue
+            age = (_seconds(iso_time(now)) - _seconds(when)) / _DAY
+            if age < 1:  # decay counts whole days: what changed today is as fresh as it gets
+                scaled.append(item)
+                continue
+            factor = 0.5 + 0.5 * 2 ** (-age / half_life)
+            why = (*item.why, Match("recency", 0, round(factor, 4), f"{age:.0f} days old, half-life {half_life:g}"))
+            scaled.append(replace(item, score=round(item.score * factor, 6), why=why))
+        return sorted(scaled, key=lambda item: (-item.score, item.memory_id))
+
+    def _one_per_content(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row]) -> builtins.list[Fused]:
+        """One hit per content hash, at the best rank any copy reached: the most recently changed copy."""
+        if len({row["hash"] for row in rows.values()}) == len(rows):
+            return fused
+        latest = self.activity().latest(self.conn)
+        kept: builtins.list[Fused] = []
+        at: dict[str, int] = {}
+        for item in fused:
+            row = rows.get(item.memory_id)
+            if row is None:
+                continue
+            place = at.get(row["hash"])
+            if place is None:
+                at[row["hash"]] = len(kept)
+                kept.append(item)
+            elif latest.get(item.memory_id, "") > latest.get(kept[place].memory_id, ""):
+                kept[place] = replace(item, score=kept[place].score, why=kept[place].why)
+        return kept
+
+    def _newest(self, inside: frozenset[int], limit: int, filters: Filters, note: Match | None) -> builtins.list[Hit]:
+        """A query that is only a time phrase: the window's memories passing ``filters``, latest activity first."""
+        allowed, timed_out = self.index.lexical.allowed(self.conn, replace(filters, within=inside))
+        latest = self.activity().latest(self.conn)
+        ranked = sorted(allowed - timed_out, key=lambda mid: (latest.get(mid, ""), mid), reverse=True)[:limit]
+        rows = queries.hit_rows(self.conn, ranked)
+        fused = [Fused(mid, 0.0, (Match("time", rank, 0.0, latest.get(mid)),)) for rank, mid in enumerate(ranked, 1)]
+        notes = (note,) if note is not None else ()
+        return [self._hit(item, rows[item.memory_id], "", False, notes) for item in fused if item.memory_id in rows]
+
+    def _hit(self, item: Fused, row: sqlite3.Row, query: str, content: bool, notes: tuple[Match, ...]) -> Hit:
+        get = row.__getitem__
+        return Hit(
+            name=get("name"),
+            title=get("title"),
+            score=item.score,
+            source=CANONICAL,
+            channel=get("channel"),
+            path=get("path"),
+            hash=get("hash"),
+            snippet=snippet(get("body"), query, at=item.snippet_offset) if query else get("body")[:160],
+            why=(*item.why, *notes),
+            kind=get("kind"),
+            content=self.content_of(get("name")) if content else None,
+            provenance=Provenance(
+                author=get("author"),
+                source=get("source"),
+                created=get("created"),
+                updated=get("updated"),
+                confidence=get("confidence"),
+                verified_by=get("verified_by"),
+            ),
+        )
+
+
+def make_search(
+    index: IndexKeeper, config: Config, activity: Callable[[], ActivityTimes], content_of: Callable[[str], str | None],
+    databases: SharedDatabases | None = None,
+) -> CanonicalSearch:  # fmt: skip
+    """The search a router uses: over the local index, or from PostgreSQL when ``[index] url`` is set
+    (through ``databases``' pools when given)."""
+    if config.index.url:
+        from memrouter.index.postgres.reader import (
+            PgSearch,  # lazy: the driver loads only when a database is configured
+        )
+
+        return PgSearch(index, config, activity, content_of, _shared=databases)
+    return CanonicalSearch(index, config, activity, content_of)
+
+
+@lru_cache(maxsize=1)
+def _generic() -> frozenset[str]:
+    """Terms that ask for "what there is" rather than a topic: "what changed last month" lists the month."""
+    return frozenset(query_terms(" ".join(_GENERIC_WORDS)))
+
+
+_GENERIC_WORDS = (
+    "what", "which", "changed", "changes", "change", "new", "updated", "update", "updates", "modified", "added",
+    "written", "wrote", "happened", "decided", "memories", "memory", "notes", "note", "anything", "everything",
+    "show", "list", "recent", "recently", "me", "all",
+)  # fmt: skip
+
+
+def _inside(lists: dict[str, builtins.list[Ranked]], inside: frozenset[int]) -> builtins.list[Ranked]:
+    """The candidates inside the time window, ordered by their best rank in any list."""
+    best: dict[int, int] = {}
+    for ranked in lists.values():
+        for rank, candidate in enumerate(ranked):
+            if candidate.memory_id in inside and rank < best.get(candidate.memory_id, rank + 1):
+                best[candidate.memory_id] = rank
+    return [Ranked(mid, 1.0, "in the time window") for mid in sorted(best, key=lambda mid: (best[mid], mid))]
+
+
+def _later(moment: str, days: float) -> str:
+    from memrouter.core.query import iso_time
+
+    return iso_time(_seconds(moment) + days * _DAY)
+
+
+def _seconds(moment: str) -> float:
+    import calendar
+    import time
+
+    return float(calendar.timegm(time.strptime(moment, "%Y-%m-%dT%H:%M:%SZ")))

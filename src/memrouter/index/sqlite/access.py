@@ -1,0 +1,144 @@
+"""How often, and how lately, each memory was returned: counts kept in the index, never in the files.
+
+``get`` and ``search`` note the names they return in memory (``AccessLog.note``);
+the notes reach the ``memory_access`` table in one short write transaction at
+most every ``FLUSH_SECONDS`` (or ``FLUSH_NAMES`` names), when a reader of the
+counts asks, and when the router closes. A search therefore never opens a write
+transaction of its own, and a flush that finds the index busy keeps its notes
+for the next one. The counts are usage, not knowledge: an index rebuilt from the
+files starts them again from zero.
+
+They feed two things: the janitor's report (never-accessed and stale memories)
+and an optional ranking decay (``[janitor] decay``, off by default): a memory
+idle for ``stale_days`` (since its last access, or since it was last indexed
+if never accessed) loses up to ``decay`` of its score, half of it after one
+``stale_days`` span; each doubling of its access count stretches that span.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass, replace
+
+from memrouter.core.errors import IndexBusy
+from memrouter.core.lazylog import LazyLogger
+from memrouter.index.fusion import Fused
+from memrouter.index.sqlite.connection import transaction
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["FLUSH_NAMES", "FLUSH_SECONDS", "Access", "AccessLog", "decay_factor"]
+
+FLUSH_SECONDS = 30.0
+FLUSH_NAMES = 2000
+# A flush waits at most this long for other writers (seconds); its notes wait for the next one otherwise.
+FLUSH_WAIT = 0.2
+DAY = 86400.0
+
+log = LazyLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One memory's use: how many times it was returned, and when last (epoch seconds; None if never)."""
+
+    count: int = 0
+    last: float | None = None
+
+
+def decay_factor(access: Access, since: float, now: float, strength: float, stale_days: float) -> float:
+    """The score multiplier for a memory idle since ``access.last`` (else ``since``): 1 - strength at most."""
+    if strength <= 0:
+        return 1.0
+    idle_days = max(0.0, now - (access.last if access.last is not None else since)) / DAY
+    span = stale_days * (1.0 + math.log2(1 + access.count))
+    return 1.0 - strength * (1.0 - math.pow(0.5, idle_days / span))
+
+
+class AccessLog:
+    """Access notes of one router, held in memory and written in batches (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, list[float]] = {}  # name -> [count, last access]
+        self._oldest: float | None = None
+
+    @property
+    def pending(self) -> int:
+        """How many memories have notes not yet written."""
+        return len(self._pending)
+
+    def note(self, names: Iterable[str], now: float) -> bool:
+        """Count one access of each name at ``now``; True when the batch is old or large enough to flush."""
+        for name in names:
+            entry = self._pending.setdefault(name, [0, now])
+            entry[0] += 1
+            entry[1] = max(entry[1], now)
+        if self._pending and self._oldest is None:
+            self._oldest = now
+        return self._oldest is not None and (now - self._oldest >= FLUSH_SECONDS or len(self._pending) >= FLUSH_NAMES)
+
+    def flush(self, conn: sqlite3.Connection) -> bool:
+        """Write the pending notes in one transaction; False (notes kept) when the index stays busy."""
+        if not self._pending:
+            return True
+        rows = [(name, int(count), last) for name, (count, last) in self._pending.items()]
+        saved = getattr(conn, "write_wait", None)
+        if saved is not None:
+            conn.write_wait = min(saved, FLUSH_WAIT)  # type: ignore[attr-defined]
+        try:
+            with transaction(conn):
+                conn.executemany(
+                    "INSERT INTO memory_access (name, count, last_access) VALUES (?, ?, ?) "
+                    "ON CONFLICT(name) DO UPDATE SET count = count + excluded.count, "
+                    "last_access = max(last_access, excluded.last_access)",
+                    rows,
+                )
+        except (IndexBusy, sqlite3.OperationalError) as exc:  # busy, or an index that cannot be written now
+            log.warning("access counts not written yet: %s", exc)
+            return False
+        finally:
+            if saved is not None:
+                conn.write_wait = saved  # type: ignore[attr-defined]
+        self._pending.clear()
+        self._oldest = None
+        return True
+
+    def stats(self, conn: sqlite3.Connection, names: Iterable[str] | None = None) -> dict[str, Access]:
+        """The counts of ``names`` (every counted memory when None), pending notes included."""
+        wanted = None if names is None else list(dict.fromkeys(names))
+        if wanted is None:
+            cursor = conn.execute("SELECT name, count, last_access FROM memory_access")
+        elif not wanted:
+            return {}
+        else:
+            marks = ", ".join("?" * len(wanted))
+            cursor = conn.execute(f"SELECT name, count, last_access FROM memory_access WHERE name IN ({marks})", wanted)
+        found = {row[0]: Access(int(row[1]), float(row[2])) for row in cursor}
+        for name, (count, last) in self._pending.items():
+            if wanted is None or name in found or name in wanted:
+                old = found.get(name, Access())
+                found[name] = Access(old.count + int(count), max(old.last or last, last))
+        return found
+
+    def decayed(
+        self, conn: sqlite3.Connection, fused: list[Fused], now: float, strength: float, stale_days: float
+    ) -> list[Fused]:
+        """``fused`` with each score times its decay factor, best first (unchanged when ``strength`` is 0)."""
+        if strength <= 0 or not fused:
+            return fused
+        ids = [item.memory_id for item in fused]
+        marks = ", ".join("?" * len(ids))
+        rows = {
+            row[0]: (row[1], row[2])
+            for row in conn.execute(f"SELECT id, name, indexed_at FROM memories WHERE id IN ({marks})", ids)
+        }
+        stats = self.stats(conn, [name for name, _ in rows.values()])
+        rescored = []
+        for item in fused:
+            name, since = rows.get(item.memory_id, ("", now))
+            factor = decay_factor(stats.get(name, Access()), since, now, strength, stale_days)
+            rescored.append(replace(item, score=round(item.score * factor, 6)))
+        return sorted(rescored, key=lambda item: -item.score)

@@ -1,0 +1,209 @@
+"""One janitor run over a router: gather the memories in effect, analyse, report, and (``apply``) act.
+
+Read from the index after a refresh: the memories in effect (neither
+obsolete, archived, superseded nor expired by another's ``supersedes``) and
+their access counts. Memories awaiting review (``status: pending_review``)
+belong to the review queue and are left alone; sprint records are not
+memories to consolidate.
+
+``apply`` makes each proposal through ``Router.invalidate`` (the normal write
+path: the memory's lock, an atomic rewrite of its front matter, the index
+updated): ``status: obsolete``, ``invalidation_reason``, ``valid_until`` and,
+for a supersede, ``superseded_by``. Nothing is deleted. The changes are
+front-matter edits of the proposed files alone, so they make one reviewable
+commit. A memory whose file changed since the analysis is skipped (and said
+so). A second run finds the memories applied out of effect and proposes
+nothing for them again. Expired short-term scratchpad notes are counted and,
+with ``apply``, collected.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
+from memrouter.core.query import iso_time
+from memrouter.ops.janitor.analyse import analyse
+from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Sequence
+    from typing import Any
+
+    from memrouter.index.sqlite.access import Access
+    from memrouter.router import Router
+    from memrouter.team.records import IdleWorkflow
+
+__all__ = ["RETIRED_STATUSES", "run_janitor"]
+
+RETIRED_STATUSES = ("obsolete", "archived")
+# At most this many names per list in the usage part of the report (the counts are whole).
+SHOWN_NAMES = 50
+DAY = 86400.0
+
+
+def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
+    """See the module docstring; ``Router.janitor`` is the public call."""
+    from memrouter.index.sqlite.queries import consolidation_rows
+    from memrouter.store.sprints import read_sprints
+
+    started = time.perf_counter()
+    now = router.clock()
+    keeper = router._index
+
+    def gather() -> tuple[list[sqlite3.Row], dict[str, Access]]:
+        keeper.ensure_fresh()
+        return consolidation_rows(keeper.conn), keeper.access.stats(keeper.conn)
+
+    rows, access = keeper.indexed(gather)
+    entries, pending = _entries(rows)
+    sprints = read_sprints(router.store)
+    closed = {sprint.id: sprint.closed for sprint in sprints if sprint.closed is not None}
+    findings, proposals = analyse(entries, iso_time(now), closed)
+    notices = [f"{pending} memories await review (status: pending_review): left to the review queue"] * bool(pending)
+    notices += [
+        f"sprint {s.id} ended on {s.end} and is still open: `memrouter sprint close` promotes or archives its memories"
+        for s in sprints
+        if s.overdue(now)
+    ]
+    notices += _scratch(router, apply)
+    team, unreachable = _team(router, apply, router.config.janitor.workflow_idle_days)
+    notices += unreachable
+    if apply:
+        proposals, skipped = _apply(router, proposals, {entry.name: entry.hash for entry in entries})
+        notices += skipped
+    return JanitorReport(
+        dry_run=not apply,
+        generated=iso_time(now),
+        memories=len(entries),
+        findings=tuple(findings),
+        proposals=tuple(proposals),
+        usage=_usage(entries, access, now, router.config.janitor.stale_days, router.config.janitor.decay),
+        notices=tuple(notices),
+        team=team,
+        took_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _entries(rows: list[sqlite3.Row]) -> tuple[list[Entry], int]:
+    """The memories in effect as entries, and how many await review."""
+    entries, pending = [], 0
+    for row in rows:
+        if row["status"] == "pending_review":
+            pending += 1
+            continue
+        if row["status"] in RETIRED_STATUSES or row["superseded_by"] is not None or row["linked"]:
+            continue
+        if row["kind"] == "sprint_record":
+            continue
+        extra = json.loads(row["extra"] or "{}")
+        entries.append(
+            Entry(
+                name=row["name"],
+                title=row["title"],
+                body=row["body"],
+                hash=row["hash"],
+                tags=tuple(json.loads(row["tags"] or "[]")),
+                channel=row["channel"],
+                kind=row["kind"],
+                status=row["status"],
+                when=row["updated"] or row["created"] or iso_time(row["mtime_ns"] / 1e9),
+                valid_until=row["valid_until"],
+                expires=row["expires"],
+                extra=extra if isinstance(extra, dict) else {},
+            )
+        )
+    return entries, pending
+
+
+def _apply(router: Router, proposals: list[Proposal], hashes: dict[str, str]) -> tuple[list[Proposal], list[str]]:
+    """Make each proposal through ``Router.invalidate``; skip (and say so) a memory changed since the analysis."""
+    done: list[Proposal] = []
+    skipped: list[str] = []
+    for proposal in proposals:
+        try:
+            current = router.store.read(proposal.name).hash
+        except NotFound:
+            skipped.append(f"{proposal.name} is gone since the analysis; not changed")
+            done.append(proposal)
+            continue
+        if current != hashes.get(proposal.name):
+            skipped.append(f"{proposal.name} changed since the analysis; not changed (run the janitor again)")
+            done.append(proposal)
+            continue
+        router.invalidate(proposal.name, proposal.reason, proposal.superseded_by)
+        done.append(replace(proposal, applied=True))
+    return done, skipped
+
+
+def _scratch(router: Router, apply: bool) -> list[str]:
+    """Expired scratchpad notes not yet collected (collected with ``apply``); nothing when no scratchpad exists."""
+    if not (router.config.index_dir / "scratch.sqlite").exists():
+        return []
+    pad = router.scratchpad()
+    expired = pad.expired()
+    if not expired:
+        return []
+    if apply:
+        return [f"{pad.collect()} expired short-term scratchpad notes collected"]
+    return [f"{expired} short-term scratchpad notes are past their TTL (--apply collects them)"]
+
+
+def _team(router: Router, apply: bool, idle_days: float) -> tuple[dict[str, Any], list[str]]:
+    """Active team workflows idle for ``idle_days`` (completed with ``apply``, which clears their records
+    and keeps their log), and a notice when the team channel cannot be reached (the rest of the run goes
+    on); empty when the project has no team channel."""
+    from memrouter.team.team import in_use
+
+    if not in_use(router.config):
+        return {}, []
+    try:
+        team = router.team()
+        idle = team.idle_workflows(idle_days * DAY)
+    except BackendUnavailable as exc:
+        return {"workflow_idle_days": idle_days, "unavailable": str(exc)}, [f"idle team workflows not checked: {exc}"]
+    completed: list[str] = []
+    if apply:
+        for workflow in idle:
+            summary = f"completed by the janitor: no activity since {iso_time(workflow.last_activity)}"
+            try:
+                team.workflow_complete(workflow.id, summary, agent_id="janitor")
+            except Conflict:  # completed by its agents since it was found idle
+                continue
+            except BackendUnavailable as exc:  # went down midway: what was completed stays completed
+                return _idle(idle_days, idle, completed), [f"idle team workflows not all completed: {exc}"]
+            completed.append(workflow.id)
+    return _idle(idle_days, idle, completed), []
+
+
+def _idle(idle_days: float, idle: Sequence[IdleWorkflow], completed: list[str]) -> dict[str, Any]:
+    return {
+        "workflow_idle_days": idle_days,
+        "idle_workflows": [workflow.to_dict() | {"completed": workflow.id in completed} for workflow in idle],
+    }
+
+
+def _usage(
+    entries: list[Entry], access: dict[str, Access], now: float, stale_days: float, decay: float
+) -> dict[str, Any]:
+    """Which memories in effect were never returned by get or search, and which not for ``stale_days``."""
+    never = sorted(entry.name for entry in entries if entry.name not in access)
+    cutoff = now - stale_days * DAY
+    stale = sorted(
+        entry.name for entry in entries if entry.name in access and (access[entry.name].last or 0.0) < cutoff
+    )
+    counted = [access[entry.name].count for entry in entries if entry.name in access]
+    return {
+        "decay": decay,
+        "stale_days": stale_days,
+        "accessed": len(counted),
+        "accesses": sum(counted),
+        "never_accessed": len(never),
+        "never_accessed_names": never[:SHOWN_NAMES],
+        "stale": len(stale),
+        "stale_names": stale[:SHOWN_NAMES],
+    }

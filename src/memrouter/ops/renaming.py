@@ -1,0 +1,54 @@
+"""Renaming a memory: move its file and rewrite ``mem:<old>`` references everywhere, under locks.
+
+The move holds both names' locks from the read to the index update; each
+memory whose references are rewritten is its own read-modify-write under its
+lock (docs/architecture.md "Many processes").
+"""
+
+from __future__ import annotations
+
+from memrouter.core.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.model import Memory
+from memrouter.core.names import validate_name
+from memrouter.index.sqlite.keeper import IndexKeeper
+from memrouter.store.files import MemoryStore
+
+__all__ = ["rename_memory"]
+
+
+def rename_memory(
+    store: MemoryStore, index: IndexKeeper, old: str, new: str, *, actor: str | None = None
+) -> tuple[Memory, tuple[str, ...]]:
+    """See ``Router.rename``. The moved text passes the write guard (``memrouter.ops.writes``); rewriting
+    ``mem:`` references in other memories adds no text of its own."""
+    from memrouter.ops.writes import CONTENT, guarded
+    from memrouter.store.edit import rewrite_references
+
+    source = validate_name(old, strict=False)
+    target = validate_name(new, strict=True)
+    if target == source:
+        raise InvalidInput(f"memory {source!r} already has that name")
+    with store.lock(source, target):
+        memory = store.read(source)
+        text, _ = guarded(index, target, memory.text, actor=actor, purpose=CONTENT)
+        moved = store.write(target, text, expected_hash="")
+        try:
+            store.delete(memory.name, expected_hash=memory.hash)
+        except (Conflict, NotFound):
+            store.delete(moved.memory.name, expected_hash=moved.memory.hash)
+            raise
+        index.unindex(memory.name)
+        index.index_written(moved)
+    rewritten: list[str] = []
+    for stat in list(store.scan()):
+        with store.lock(stat.name):
+            try:
+                other = store.read(stat.name)
+            except (NotFound, InvalidInput):
+                continue
+            text, count = rewrite_references(other.text, memory.name, moved.memory.name)
+            if count:
+                index.index_written(store.write(other.name, text, expected_hash=other.hash))
+                rewritten.append(other.name)
+    result = store.read(moved.memory.name) if moved.memory.name in rewritten else moved.memory
+    return result, tuple(rewritten)
