@@ -79,7 +79,7 @@ def main() -> None:
                     router.search(query, mode="lexical")
                     hits.append(time.perf_counter() - start)
                     start = time.perf_counter()
-                    router._index.lexical.search(router._conn, query, filters, limit=10)
+                    router.workspace.index.lexical.search(router.workspace.conn, query, filters, limit=10)
                     ids.append(time.perf_counter() - start)
             print(f"warm lexical search, limit 10, {len(hits)} searches (ms)")
             print(f"  hits with provenance  p50 {statistics.median(hits) * 1e3:6.3f}")

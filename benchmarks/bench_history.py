@@ -95,7 +95,7 @@ def _searches(router: Router, rounds: int) -> tuple[dict[str, float], dict[str, 
     from memrouter.index.recordtime import git_top, refresh_record_times
 
     firsts: dict[str, float] = {}
-    conn = router._index.conn  # the benchmark reads the cache from a cold start: clear what a search made
+    conn = router.workspace.index.conn  # the benchmark reads the cache from a cold start: clear what a search made
     router.search(QUERIES[0])
     conn.execute("DELETE FROM meta WHERE key = 'record_head'")
     started = time.perf_counter()

@@ -54,7 +54,7 @@ def main() -> None:
         config = Config.load(root=corpus, index_dir=index_dir)
         reranking = replace(config, search=replace(config.search, rerank=True))
         with Router(reranking if args.rerank else config) as router, Router(config) as plain:
-            reused = router._index.dense.has_vectors(router._conn)
+            reused = router.workspace.index.dense.has_vectors(router.workspace.conn)
             started = time.perf_counter()
             router.refresh(embed=True)
             build = time.perf_counter() - started
@@ -79,7 +79,7 @@ def main() -> None:
 
             queries = load_golden(GOLDEN)
             texts = [q.query for q in queries]
-            embedder = router._index.dense.embedder
+            embedder = router.workspace.index.dense.embedder
             embed_ms = []
             for _ in range(args.rounds):
                 for text in texts:

@@ -30,12 +30,12 @@ def build(root: Path, index: Path, embedder: str) -> tuple[float, int, dict[tupl
     """(seconds for the full build, tokens embedded, vectors by (memory, chunk ordinal))."""
     config = replace(Config.load(root=root, index_dir=index), embedder=embedder)
     with Router(config, watch=False) as router:
-        router._index.dense.embedder  # noqa: B018  # the model loads before the clock starts
+        router.workspace.index.dense.embedder  # noqa: B018  # the model loads before the clock starts
         started = time.perf_counter()
         router.refresh(embed=True)
         took = time.perf_counter() - started
-        conn = router._index.conn
-        counter = router._index.dense.embedder.count_tokens
+        conn = router.workspace.index.conn
+        counter = router.workspace.index.dense.embedder.count_tokens
         rows = conn.execute(
             "SELECT m.name, c.ordinal, c.vector, substr(m.body, c.start + 1, c.end - c.start) FROM chunks c "
             "JOIN memories m ON m.id = c.memory_id"

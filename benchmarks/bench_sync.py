@@ -80,7 +80,7 @@ def main() -> None:
                 validate_s = min(runs)
                 started = time.perf_counter()
                 for _ in range(5):
-                    router._conn.execute("SELECT name, hash FROM memories").fetchall()
+                    router.workspace.conn.execute("SELECT name, hash FROM memories").fetchall()
                 read_s = (time.perf_counter() - started) / 5
 
             def cli_s(*command: str) -> float:

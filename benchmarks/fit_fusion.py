@@ -69,7 +69,7 @@ Record = dict[str, Any]
 def lists_for(router: Router, query: str) -> Record:
     """The lexical and dense lists (names) for ``query``, as a search sees them, and the coverage of the best
     lexical hit."""
-    keeper = router._index  # the router's own index: the lists a search would fuse
+    keeper = router.workspace.index  # the router's own index: the lists a search would fuse
     conn = keeper.conn
     filters = Filters()
     lexical = keeper.lexical.search(conn, query, filters, limit=POOL)

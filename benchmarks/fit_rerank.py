@@ -54,7 +54,7 @@ Record = dict[str, Any]
 
 def reading_of(router: Router, query: str) -> Record:
     """What the first and second stage see for ``query`` (names instead of ids)."""
-    keeper = router._index  # the router's own index: what a search would read
+    keeper = router.workspace.index  # the router's own index: what a search would read
     conn = keeper.conn
     record = lists_for(router, query)
     ids = {name: memory_id for memory_id, name in conn.execute("SELECT id, name FROM memories")}

@@ -159,7 +159,7 @@ def test_embed_model_picks_the_embedder(memories: Path, tmp_path: Path) -> None:
 def test_index_write_wait_bounds_how_long_a_write_waits(memories: Path, tmp_path: Path) -> None:
     configured(memories, "[index]\nwrite_wait = 0.25\n")
     with open_router(memories, tmp_path) as router:
-        assert router._conn.write_wait == 0.25
+        assert router.workspace.conn.write_wait == 0.25
         assert router.status()["config"]["write_wait"] == 0.25
 
 

@@ -81,6 +81,9 @@ NOT_WRITING: dict[str, str] = {
         f"Router.{name}": _READS
         for name in (
             "open",
+            "config",
+            "store",
+            "clock",
             "team",
             "scratchpad",
             "close",
@@ -125,7 +128,7 @@ NOT_WRITING: dict[str, str] = {
     "Router.check": "the guard's verdict only; writes nothing",
     "Router.sync": "copies stored memories to external services; writes no memory file",
     "Router.publish": "copies the index's rows to a PostgreSQL database; writes no memory file",
-    **{f"Lifecycle.{name}": _READS for name in ("mark", "holding", "place", "current", "sprint", "status")},
+    **{f"Lifecycle.{name}": _READS for name in ("holding", "place", "current", "sprint", "status")},
     **{f"Scratchpad.{name}": _READS for name in ("read", "search", "close")},
     "Scratchpad.clear": "removes notes; stores no text",
     **{

@@ -29,9 +29,9 @@ def test_records_carry_the_name_level_and_callers_line(caplog: pytest.LogCapture
 def test_logging_is_imported_only_when_something_is_logged() -> None:
     code = (
         "import sys\n"
-        "import memrouter.router, memrouter.index.sqlite.db, memrouter.index.sqlite.dense, memrouter.store.watch\n"
+        "import memrouter.router, memrouter.ops.writes, memrouter.index.sqlite.db, memrouter.index.sqlite.dense, memrouter.store.watch\n"
         "print('logging' in sys.modules)\n"
-        "memrouter.router.log.debug('x')\n"
+        "memrouter.ops.writes.log.debug('x')\n"
         "print('logging' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

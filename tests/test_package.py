@@ -16,12 +16,6 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 KNOWN_UPWARD: list[str] = [
     "memrouter.config.settings -> memrouter.store.parse",
     "memrouter.http.embeddings -> memrouter.mcp.http",
-    "memrouter.ops.asof -> memrouter.router",
-    "memrouter.ops.context.assemble -> memrouter.router",
-    "memrouter.ops.history -> memrouter.router",
-    "memrouter.ops.janitor.run -> memrouter.router",
-    "memrouter.ops.provenance -> memrouter.router",
-    "memrouter.ops.writes -> memrouter.router",
 ]
 KNOWN_MODULE_CYCLES: list[list[str]] = [
     ["memrouter.external.backends.forgetful", "memrouter.external.backends.forgetful_schema"],
@@ -39,24 +33,9 @@ KNOWN_MODULE_CYCLES: list[list[str]] = [
         "memrouter.index.sqlite.rerank",
     ],
     ["memrouter.index.sqlite.refresh", "memrouter.index.sqlite.schema"],
-    [
-        "memrouter.ops.asof",
-        "memrouter.ops.context",
-        "memrouter.ops.context.assemble",
-        "memrouter.ops.context.render",
-        "memrouter.ops.history",
-        "memrouter.ops.janitor.run",
-        "memrouter.ops.lifecycle",
-        "memrouter.ops.provenance",
-        "memrouter.ops.renaming",
-        "memrouter.ops.review",
-        "memrouter.ops.scratch",
-        "memrouter.ops.writes",
-        "memrouter.router",
-    ],
     ["memrouter.ui.actions", "memrouter.ui.app", "memrouter.ui.events", "memrouter.ui.live", "memrouter.ui.pages"],
 ]
-KNOWN_PACKAGE_CYCLES: list[list[str]] = [["memrouter.http", "memrouter.mcp"], ["memrouter.ops", "memrouter.router"]]
+KNOWN_PACKAGE_CYCLES: list[list[str]] = [["memrouter.http", "memrouter.mcp"]]
 
 
 def test_public_api() -> None:

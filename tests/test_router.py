@@ -101,7 +101,7 @@ def test_foreign_database_is_not_trusted(memories: Path, tmp_path: Path) -> None
 
 def test_damage_found_during_use_triggers_a_rebuild(router: Router) -> None:
     router.search("postgres", mode="lexical")
-    router._conn.execute("DROP TABLE terms")  # simulate a damaged table
+    router.workspace.conn.execute("DROP TABLE terms")  # simulate a damaged table
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
 
 

@@ -75,7 +75,7 @@ def test_corpus_sync_search_finds_our_episodes_and_a_resync_writes_nothing(
         episode_hits = [hit for hit in hits if hit.context.startswith("memrouter:")]
         assert episode_hits, [hit.title for hit in hits]
         assert {hit.context.removeprefix("memrouter:") for hit in episode_hits} & naming[chosen], labels[chosen]
-        mapping = state.load_records(router._conn, "graphiti")
+        mapping = state.load_records(router.workspace.conn, "graphiti")
         assert all(
             mapping[hit.context.removeprefix("memrouter:")].remote_ids == (hit.remote_id,) for hit in episode_hits
         )

@@ -88,7 +88,7 @@ def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: Fo
         print(f"\nfull sync of {len(names)} memories into the real Forgetful: {seconds:.1f} s")
         assert report.ok, (report.error, list(report.failed.items())[:5])
         assert len(report.created) == len(names)
-        records = state.load_records(router._conn, "forgetful")
+        records = state.load_records(router.workspace.conn, "forgetful")
         split = [name for name, record in records.items() if len(record.remote_ids) > 1]
         assert split, "some corpus memories are over 2,000 characters and must be split into parts"
 

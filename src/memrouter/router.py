@@ -1,61 +1,46 @@
-"""The Router: one entry point over the canonical files, the index and the backends.
+"""The Router: the library's one entry point, a facade over the use cases in ``memrouter.ops``.
 
-It only composes: the files are ``memrouter.store``'s, the index (its SQL, its
-locking and repair) ``memrouter.index``'s, the external services and their
-sync ``memrouter.external.backends`` and ``memrouter.external.sync``'s. A write goes to the file
-first (the truth), then to the index in the same call, both under the
-memory's lock, so it is visible at once; if the index is busy past its wait
-limit the write still stands and the next refresh indexes it.
+It holds no logic of its own: it opens a ``Workspace`` (the files, the
+index, what searches read, the clock) and passes each call to the use case
+that does it. The use cases never see the Router. A search loads only what
+a search needs: every other use case is imported by its method on first
+call (the measured fast path of a cold ``memrouter search``).
 See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import builtins
-import os
-import time
-from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
-from pathlib import Path
 
 from memrouter.config.settings import Config
-from memrouter.core.errors import InvalidInput, NotFound
-from memrouter.core.lazylog import LazyLogger
-from memrouter.core.model import MODES, Hit, Memory, MemorySummary
-from memrouter.core.names import validate_name
-from memrouter.core.query import check_limit, check_query, make_filters, search_filters
-from memrouter.index.search import CANONICAL, make_search
-from memrouter.index.sqlite import queries
-from memrouter.index.sqlite.keeper import IndexKeeper
-from memrouter.index.sqlite.refresh import Progress, RefreshReport
-from memrouter.ops.audit import audited
-from memrouter.ops.external import ExternalQueries
-from memrouter.ops.graph import GraphQueries
-from memrouter.ops.history import HistoryQueries
-from memrouter.ops.review import ReviewQueries, attach_audit
-from memrouter.store.files import MemoryStore
+from memrouter.index.search import CANONICAL
+from memrouter.ops import search as searching
+from memrouter.ops.workspace import Workspace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from pathlib import Path
     from typing import Any
 
-    from memrouter.external.services import ExternalServices
+    from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
+    from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
-    from memrouter.index.activity import ActivityTimes, Lent
     from memrouter.index.postgres.shared import SharedDatabases
-    from memrouter.index.sqlite.connection import IndexConnection
+    from memrouter.index.sqlite.refresh import Progress, RefreshReport
+    from memrouter.ops.audit import AuditEntry
     from memrouter.ops.context import Context
+    from memrouter.ops.history import Version
     from memrouter.ops.janitor.records import JanitorReport
     from memrouter.ops.lifecycle import Lifecycle, Promotion
     from memrouter.ops.scratch import Scratchpad
+    from memrouter.store.files import MemoryStore
     from memrouter.team import Team
 
-__all__ = ["Router", "CANONICAL"]
-
-log = LazyLogger(__name__)
+__all__ = ["CANONICAL", "Router"]
 
 
-class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
+class Router:
     """Search and manage memories for one memories root.
 
     Open one with ``Router.open(root=..., index_dir=...)``; it is safe to share
@@ -64,30 +49,11 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
 
     def __init__(
         self, config: Config, *, watch: bool = True, clock: Callable[[], float] | None = None,
-        record_times: Lent | None = None, databases: SharedDatabases | None = None,
+        databases: SharedDatabases | None = None,
     ) -> None:  # fmt: skip
-        """``record_times``: commit times lent by the live router to one over a past commit (``memrouter.ops.asof``);
-        ``databases``: PostgreSQL pools shared with other routers of this process (``memrouter.index.postgres.shared``)."""
-        self.config = config
-        self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
-        existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
-        readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
-        self.store = MemoryStore(config.root, readonly=readonly)
-        attach_audit(self.store, config)  # every change the store makes is a line of audit.jsonl
-        self._lock = RLock()
-        self._index = IndexKeeper(
-            self.store, config.index_path, self._lock, embedder=config.embedder, write_wait=config.index.write_wait,
-            refresh_interval=config.search.refresh_interval, watch=watch, folder_share=config.search.folder_context,
-            tokens=config.search.rerank,
-        )  # fmt: skip
-        # External services, built from config.backends on first need (see _external).
-        self._services: ExternalServices | None = None
-        self._team: Team | None = None
-        self._scratch: Scratchpad | None = None
-        self._past = None  # memrouter.ops.asof.PastIndexes, made by the first search as_of a date or commit
-        self._activity: ActivityTimes | None = None
-        self._lent_times = record_times
-        self._searcher = make_search(self._index, config, self._activity_times, self._content_of, databases)
+        """``databases``: PostgreSQL pools shared with other routers of this process
+        (``memrouter.index.postgres.shared``)."""
+        self.workspace = Workspace(config, watch=watch, clock=clock, databases=databases)
 
     @classmethod
     def open(
@@ -105,42 +71,37 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """
         return cls(config or Config.load(root=root, index_dir=index_dir), watch=watch, clock=clock)
 
+    @property
+    def config(self) -> Config:
+        """The configuration this router was opened with."""
+        return self.workspace.config
+
+    @property
+    def store(self) -> MemoryStore:
+        """The canonical memory files."""
+        return self.workspace.store
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """What "now" is for validity and sprints (seconds since the epoch)."""
+        return self.workspace.clock
+
     def team(self) -> Team:
         """The team channel of this project (``team.sqlite``, or PostgreSQL with ``[index] url``), opened on first use."""
-        with self._lock:
-            if self._team is None:
-                from memrouter.team import Team
-
-                self._team = Team.for_config(self.config)
-            return self._team
+        return self.workspace.team()
 
     def scratchpad(self) -> Scratchpad:
         """The short-term channel: per-owner notes in ``<index_dir>/scratch.sqlite``, opened on first use."""
-        with self._lock:
-            if self._scratch is None:
-                from memrouter.ops.scratch import open_scratchpad
-
-                self._scratch = open_scratchpad(self.config.index_dir, self.config.scratch_ttl, self.clock)
-            return self._scratch
+        return self.workspace.scratchpad()
 
     def embed_in_background(self) -> None:
         """Embed memories lacking vectors in a low-priority background thread from now on: searches use
         the vectors there are and never wait (``memrouter.index.sqlite.background``); ``status`` shows progress."""
-        self._index.start_background_embedding()
+        self.workspace.index.start_background_embedding()
 
     def close(self) -> None:
-        self._index.stop_background_embedding(for_good=True)  # before the lock: the thread may wait for it
-        with self._lock:
-            if self._scratch is not None:
-                self._scratch.close()
-            if self._past is not None:
-                self._past.close()
-            if self._team is not None:
-                self._team.close()
-            if self._services is not None:
-                self._services.close()
-            self._searcher.close()
-            self._index.close()
+        """Stop background work and close the index and everything opened since."""
+        self.workspace.close()
 
     def __enter__(self) -> Router:
         return self
@@ -149,13 +110,9 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         self.close()
 
     @property
-    def _conn(self) -> IndexConnection:
-        return self._index.conn
-
-    @property
     def warnings(self) -> builtins.list[str]:
         """What went wrong with the index in this process (repairs, fallbacks)."""
-        return builtins.list(self._index.file.warnings)
+        return builtins.list(self.workspace.index.file.warnings)
 
     def refresh(
         self,
@@ -172,23 +129,17 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         memory rows. ``embed=True`` also embeds every memory that lacks current vectors (building the
         dense index on first use); ``None`` only if it is in use; ``reembed`` drops other models' vectors first.
         """
-        return self._index.refresh(
+        return self.workspace.index.refresh(
             full=full, progress=progress, embed=embed, embed_progress=embed_progress, reembed=reembed
         )
 
+    # -- reading -----------------------------------------------------------
     def effective_mode(self, mode: str | None = None) -> str:
         """The mode a search will use: ``hybrid`` is lexical alone until the index holds vectors
         (``memrouter index`` builds them), so a search never embeds a corpus by surprise;
         ``semantic`` asks for vectors explicitly and builds any that are missing."""
-        mode = mode or self.config.search.mode
-        if mode not in MODES:
-            raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
-        if mode == "hybrid":
-            has_vectors = self._index.indexed(lambda: self._index.dense.has_vectors(self._conn))
-            return mode if has_vectors else "lexical"
-        return mode
+        return searching.effective_mode(self.workspace, mode)
 
-    # -- reading -----------------------------------------------------------
     def search(
         self,
         query: str,
@@ -216,73 +167,29 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         (never failing when one is down); ``"canonical"`` only the files; a
         backend's name only that backend (``BackendUnavailable`` if it is down).
         Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
-        ``include_history`` / ``include_archived`` bring back, marked, what is not in effect (``memrouter.ops.lifecycle``).
-        ``owner`` adds that owner's short-term scratchpad notes that match (``memrouter.ops.scratch``), after the rest.
-        ``as_of`` (a date or commit) searches the memories as committed then (``memrouter.ops.asof``).
+        ``include_history`` / ``include_archived`` bring back, marked, what is not in effect
+        (``memrouter.core.effect``). ``owner`` adds that owner's short-term scratchpad notes that match
+        (``memrouter.ops.scratch``), after the rest. ``as_of`` (a date or commit) searches the memories as
+        committed then (``memrouter.ops.asof``).
         """
-        if as_of is not None:
-            return self._past_router(as_of).search(
-                query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags,
-                prefix=prefix, content=content, include_history=include_history, include_archived=include_archived,
-            )  # fmt: skip
-        query = check_query(query)
-        limit = check_limit(self.config.search.limit if limit is None else limit)
-        asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
-        now = self.clock()
-        filters = search_filters(asked, now, history=include_history, archived=include_archived)
-        mode = self.effective_mode(mode)
-        if origin is not None and origin != CANONICAL:
-            return self._external.search_one(origin, query, limit, content)
-
-        def canonical() -> builtins.list[Hit]:
-            self._index.ensure_fresh()
-            if mode != "lexical":
-                self._index.ensure_embedded()
-            found = self._searcher.run(query, limit, mode, filters, content, now)
-            return self.lifecycle.mark(self._conn, found, now) if filters.now is None or filters.archived else found
-
-        hits = self._index.indexed(canonical)
-        if owner is not None and (not asked.channels or "short_term" in asked.channels) and len(hits) < limit:
-            hits += self.scratchpad().search(owner, query, limit - len(hits))
-        if origin == CANONICAL or not self.config.backends or not asked.empty:
-            return hits
-        return self._external.augment(query, limit, hits, content)
-
-    def _activity_times(self) -> ActivityTimes:
-        """When each memory was written or changed (git and front matter), made on first need."""
-        with self._lock:
-            if self._activity is None:
-                from memrouter.index.activity import ActivityTimes
-
-                self._activity = ActivityTimes(self.config.root, self._lent_times)
-            return self._activity
-
-    def _lend_record_times(self, moment: float) -> tuple[str | None, dict[str, list[int]]]:
-        """Commit times up to ``moment`` for a past router's time words (it has no git of its own)."""
-        return self._index.indexed(lambda: self._activity_times().commits_until(self._conn, moment))
+        return searching.search(
+            self.workspace, query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses,
+            tags=tags, prefix=prefix, content=content, origin=origin, include_history=include_history,
+            include_archived=include_archived, owner=owner, as_of=as_of,
+        )  # fmt: skip
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """HNSW recall@k against exact search over this index's vectors (``doctor --recall``)."""
-        return self._index.measure_recall(k=k, samples=samples)
-
-    def _content_of(self, name: str) -> str | None:
-        try:
-            return self.store.read(name).text
-        except (NotFound, InvalidInput):
-            return None
+        return self.workspace.index.measure_recall(k=k, samples=samples)
 
     def get(self, name: str, as_of: str | None = None) -> Memory:
         """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``).
 
-        ``created``/``updated`` the file does not state come from git (``memrouter.index.activity.dated``).
+        ``created``/``updated`` the file does not state come from git (``memrouter.index.activity``).
         """
-        if as_of is not None:
-            return self.get_as_of(name, as_of)[0]
-        memory = self.store.read(name)
-        self._index.note_access([memory.name], self.clock())  # for the janitor and the usage decay
-        if memory.created is not None and memory.updated is not None:
-            return memory
-        return self._index.indexed(lambda: self._activity_times().dated(memory, self._conn))
+        from memrouter.ops.reading import get
+
+        return get(self.workspace, name, as_of)
 
     def list(
         self,
@@ -295,27 +202,25 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         tags: Iterable[str] | str | None = None,
     ) -> builtins.list[MemorySummary]:
         """The indexed memories (optionally under ``prefix`` and passing the filters ``search`` takes), by name."""
-        filters = make_filters(
-            channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix
+        from memrouter.ops.reading import list_memories
+
+        return list_memories(
+            self.workspace, prefix, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags
         )
-
-        def listed() -> builtins.list[MemorySummary]:
-            self._index.ensure_fresh()
-            return self._searcher.summaries(filters)
-
-        return self._index.indexed(listed)
-
-    def publish(self, url: str | None = None) -> dict[str, Any]:
-        """Bring this project's rows in the PostgreSQL index (``url``, default ``[index] url``) in step: ``memrouter.index.postgres.reader``."""
-        from memrouter.index.postgres.reader import publish
-
-        self._index.ensure_fresh()
-        return self._index.indexed(lambda: publish(self._conn, url or self.config.index.url, self.config.project_key))
 
     def pinned(self) -> builtins.list[str]:
         """Names of the memories whose front matter says ``pinned: true``, in effect now."""
-        self._index.ensure_fresh()
-        return self._index.indexed(lambda: queries.pinned_names(self._conn))
+        from memrouter.ops.reading import pinned
+
+        return pinned(self.workspace)
+
+    def publish(self, url: str | None = None) -> dict[str, Any]:
+        """Bring this project's rows in the PostgreSQL index (``url``, default ``[index] url``) in step."""
+        from memrouter.index.postgres.reader import publish
+
+        ws = self.workspace
+        ws.index.ensure_fresh()
+        return ws.index.indexed(lambda: publish(ws.conn, url or ws.config.index.url, ws.config.project_key))
 
     def assemble_context(
         self, query: str | None = None, task: str | None = None, max_tokens: int = 2000, *,
@@ -324,10 +229,21 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """The memories an agent needs for ``query``/``task`` in at most ``max_tokens`` (``memrouter.ops.context``)."""
         from memrouter.ops.context import assemble_context
 
-        return assemble_context(self, query, task, max_tokens, channels=channels, as_of=as_of, format=format)
+        return assemble_context(self.workspace, query, task, max_tokens, channels=channels, as_of=as_of, format=format)
+
+    def history(self, name: str, limit: int = 20) -> builtins.list[Version]:
+        """The commits that changed memory ``name`` (renames followed), newest first."""
+        from memrouter.ops.reading import history
+
+        return history(self.workspace, name, limit)
+
+    def get_as_of(self, name: str, as_of: str) -> tuple[Memory, Version]:
+        """Memory ``name`` as committed at ``as_of``: a date (the last commit that day or before) or a commit."""
+        from memrouter.ops.reading import get_as_of
+
+        return get_as_of(self.workspace, name, as_of)
 
     # -- writing -----------------------------------------------------------
-    @audited("save")
     def save(
         self,
         content: str,
@@ -360,41 +276,31 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         ``actor``: ``person`` (the default; ``user:<name>``) or ``agent`` (``agent:<id>``), whose
         hedged or ungrounded text is stored as ``pending_review``. A secret or a near-duplicate raises ``Refused``.
         ``verbatim`` (Serena's tools) writes exactly ``content``: secrets and near-duplicates are still refused,
-        but nothing is held for review or flagged (``memrouter.ops.writes.VERBATIM``).
+        but nothing is held for review or flagged (``memrouter.ops.write_guard.VERBATIM``).
         """
-        from memrouter.ops import writes as writing
+        from memrouter.ops.writes import save
 
         fields = {
             "title": title, "tags": tags, "kind": kind, "channel": channel, "scope": scope, "status": status,
             "source": source, "author": author, "confidence": confidence, "valid_from": valid_from,
             "valid_until": valid_until,
         }  # fmt: skip
-        purpose = writing.VERBATIM if verbatim else writing.FULL
-        return writing.save(
-            self, content, name, expected_hash=expected_hash, actor=actor, fields=fields, purpose=purpose
+        return save(
+            self.workspace, content, name, expected_hash=expected_hash, actor=actor, fields=fields, verbatim=verbatim
         )
 
     def check(self, content: str, name: str | None = None, *, actor: str | None = None) -> Verdict:
         """What the write guard would decide about saving ``content`` as ``name``; nothing is written."""
-        from memrouter.ops import writes as writing
+        from memrouter.ops.writes import check
 
-        return writing.verdict_for(self._index, name or "(new memory)", content, actor=actor)[1]
+        return check(self.workspace, content, name, actor=actor)
 
-    @audited("delete")
     def delete(self, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and its index rows; returns what was deleted."""
-        from memrouter.store.compose import check_reason
+        from memrouter.ops.writes import delete
 
-        reason = check_reason(reason)
-        name = validate_name(name, strict=False)
-        with self._lock, self.store.lock(name):
-            memory = self.store.delete(name, expected_hash=expected_hash)
-            self._index.unindex(memory.name)
-        log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
-        return memory
+        return delete(self.workspace, name, reason, expected_hash=expected_hash)
 
-    # -- editing in place (Serena's edit_memory and rename_memory) -----------
-    @audited("edit")
     def edit(
         self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False,
         actor: str | None = None, verbatim: bool = False,
@@ -405,32 +311,28 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         or several without ``allow_multiple_occurrences``, changes nothing
         and raises ``InvalidInput`` (see ``memrouter.store.edit``). The result passes the write guard (``save``).
         """
-        from memrouter.ops import writes as writing
+        from memrouter.ops.writes import edit
 
-        purpose = writing.VERBATIM if verbatim else writing.CLAIMS  # verbatim: as in ``save``
-        return writing.edit(
-            self, name, needle, repl, mode=mode, allow_multiple=allow_multiple_occurrences, actor=actor, purpose=purpose
-        )
+        return edit(
+            self.workspace, name, needle, repl, mode=mode, allow_multiple=allow_multiple_occurrences, actor=actor,
+            verbatim=verbatim,
+        )  # fmt: skip
 
-    @audited("rename")
     def rename(self, old: str, new: str, *, actor: str | None = None) -> tuple[Memory, tuple[str, ...]]:
-        """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory.
+        """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory: the moved
+        memory and the names of those rewritten. ``Conflict`` if ``new`` already exists."""
+        from memrouter.ops.renaming import rename
 
-        Returns the moved memory and the names of the memories whose
-        references were rewritten. ``Conflict`` if ``new`` already exists.
-        """
-        from memrouter.ops.renaming import rename_memory
+        return rename(self.workspace, old, new, actor=actor)
 
-        with self._lock:
-            return rename_memory(self.store, self._index, old, new, actor=actor)
-
-    # -- channels and time (memrouter.ops.lifecycle) -------------------------------
+    # -- channels and time (memrouter.ops.lifecycle) ------------------------------
     @property
     def lifecycle(self) -> Lifecycle:
         """Sprints (start, status, close), routing, promotion and invalidation over this root."""
-        from memrouter.ops.lifecycle import Lifecycle  # lazy: a search never needs it
+        from memrouter.ops.lifecycle import Lifecycle
 
-        return Lifecycle(self.store, self._index, self._lock, self.clock)
+        ws = self.workspace
+        return Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
 
     def promote(
         self, name: str, to: str = "long_term", reason: str = "", *, target: str | None = None, merge: bool = False,
@@ -446,6 +348,10 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         """Archive one sprint memory in place (``status: archived``); see ``Lifecycle.archive``."""
         return self.lifecycle.archive(name, expected_hash=expected_hash)
 
+    def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
+        """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
+        return self.lifecycle.invalidate(name, reason, superseded_by)
+
     def escalate(
         self, summary: str, team_context: dict[str, Any] | None = None, *, title: str | None = None,
         author: str | None = None,
@@ -458,32 +364,133 @@ class Router(GraphQueries, HistoryQueries, ExternalQueries, ReviewQueries):
         return self.save(text, title=title, kind="investigation", channel="sprint", source="team_escalation",
                          author=author, actor=actor)  # fmt: skip
 
-    def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
-        """Mark a memory obsolete (and superseded by another) with the reason; nothing is deleted."""
-        return self.lifecycle.invalidate(name, reason, superseded_by)
-
     def janitor(self, *, apply: bool = False) -> JanitorReport:
         """Propose (with ``apply``, make) consolidations, never deleting: see ``memrouter.ops.janitor``."""
         from memrouter.ops.janitor.run import run_janitor
 
-        return run_janitor(self, apply=apply)
+        return run_janitor(self.workspace, apply=apply)
+
+    # -- the review queue, provenance and the audit log (memrouter.ops.review) ----
+    def pending(self) -> builtins.list[MemorySummary]:
+        """The memories waiting for review, by name."""
+        from memrouter.ops.review import pending
+
+        return pending(self.workspace)
+
+    def approve(self, name: str, *, actor: str, reason: str | None = None, expected_hash: str | None = None) -> Memory:
+        """Make pending memory ``name`` active, verified by ``actor`` (never its own author)."""
+        from memrouter.ops.review import approve
+
+        return approve(self.workspace, name, actor=actor, reason=reason, expected_hash=expected_hash)
+
+    def reject(self, name: str, *, actor: str, reason: str, expected_hash: str | None = None) -> Memory:
+        """Delete pending memory ``name``; the audit log keeps ``actor``, the hash and ``reason``."""
+        from memrouter.ops.review import reject
+
+        return reject(self.workspace, name, actor=actor, reason=reason, expected_hash=expected_hash)
+
+    def provenance(self, name: str) -> Provenance:
+        """Who wrote memory ``name``, from what and when (git history for what its front matter does not say)."""
+        from memrouter.ops.review import provenance
+
+        return provenance(self.workspace, name)
+
+    def audit(
+        self, *, since: str | None = None, name: str | None = None, actor: str | None = None, limit: int = 200
+    ) -> builtins.list[AuditEntry]:
+        """The audit log's last ``limit`` lines passing the filters, oldest first (``memrouter.ops.audit``)."""
+        from memrouter.ops.review import audit
+
+        return audit(self.workspace, since=since, name=name, actor=actor, limit=limit)
+
+    # -- the knowledge graph (memrouter.ops.graph) ---------------------------------
+    def get_entity(self, name: str, include_relations: bool = True, *, as_of: str | None = None) -> Entity:
+        """The memory or entity ``name``, with its relations in and out when ``include_relations``."""
+        from memrouter.ops.graph import get_entity
+
+        return get_entity(self.workspace, name, include_relations, as_of=as_of)
+
+    def neighbors(
+        self, name: str, *, types: Iterable[str] | None = None, as_of: str | None = None
+    ) -> builtins.list[Relation]:
+        """The edges into and out of ``name`` (only ``types`` when given)."""
+        from memrouter.ops.graph import neighbors
+
+        return neighbors(self.workspace, name, types=types, as_of=as_of)
+
+    def related(
+        self, name: str, depth: int = 2, types: Iterable[str] | None = None, *, as_of: str | None = None
+    ) -> builtins.list[Related]:
+        """Every memory and entity within ``depth`` hops of ``name`` (1 to 4), nearest first."""
+        from memrouter.ops.graph import related
+
+        return related(self.workspace, name, depth, types, as_of=as_of)
+
+    def path(self, source: str, target: str) -> GraphPath:
+        """The shortest typed path from ``source`` to ``target`` (edges followed both ways)."""
+        from memrouter.ops.graph import path
+
+        return path(self.workspace, source, target)
+
+    def graph_stats(self) -> dict[str, Any]:
+        """Counts by edge type and entity kind, dangling references and orphan memories, JSON-ready."""
+        from memrouter.ops.graph import graph_stats
+
+        return graph_stats(self.workspace)
+
+    def graph_export(self, fmt: str = "json") -> str:
+        """The whole graph as ``json``, ``graphml`` or ``dot`` text."""
+        from memrouter.ops.graph import graph_export
+
+        return graph_export(self.workspace, fmt)
+
+    # -- external memory services (memrouter.ops.external) -------------------------
+    def backends(self) -> dict[str, Any]:
+        """The configured external backends that could be built, by name; one that cannot (not installed,
+        bad settings) is left out and its error shown by ``status``. Nothing connects here."""
+        from memrouter.ops.external import backends
+
+        return backends(self.workspace)
+
+    def backend(self, name: str) -> Any:
+        """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
+        from memrouter.ops.external import backend
+
+        return backend(self.workspace, name)
+
+    def backend_status(self) -> builtins.list[dict[str, Any]]:
+        """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
+        from memrouter.ops.external import backend_status
+
+        return backend_status(self.workspace)
+
+    def sync(
+        self, *, backend: str | None = None, changes: str = "all", dry_run: bool = False, force: bool = False
+    ) -> builtins.list[Any]:
+        """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend. ``changes``:
+        ``"all"``, ``"staged"`` (``git diff --cached`` under the memories root) or ``"queue"`` (what the
+        pre-commit hook queued). The rules: ``memrouter.external.sync.engine``."""
+        from memrouter.ops.external import sync
+
+        return sync(self.workspace, backend=backend, changes=changes, dry_run=dry_run, force=force)
+
+    def sync_states(self, name: str, content_hash: str) -> builtins.list[tuple[str, str, str]]:
+        """(backend, state, why) of one memory, whose text has ``content_hash``, on each backend that syncs:
+        ``validate``'s rule for one memory, one row read per backend, no refresh and no remote call."""
+        from memrouter.ops.external import sync_states
+
+        return sync_states(self.workspace, name, content_hash)
+
+    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
+        """The freshness report per backend (``memrouter.external.sync.validate``): local state only unless
+        ``check_remote``."""
+        from memrouter.ops.external import validate
+
+        return validate(self.workspace, backend=backend, check_remote=check_remote)
 
     # -- reporting ---------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts, index freshness and health, problems and configuration, JSON-ready."""
-        database = self._index.indexed(self._searcher.database_status)  # first: a fallback adds a warning
-        index = self._index.status()
-        sprint, sprint_warnings = self.lifecycle.status()
-        warnings = index.pop("warnings") + sprint_warnings
-        warnings += [f"unknown configuration key {key!r} (ignored)" for key in self.config.unknown_keys]
-        return {
-            "root": str(self.config.root),
-            "project": str(self.config.project_dir) if self.config.project_dir else None,
-            "readonly": self.store.readonly,
-            **index,
-            "sprint": sprint,
-            "database": database,
-            "warnings": warnings,
-            "config": self.config.summary(),
-            "backends": self.backend_status(),
-        }
+        from memrouter.ops.status import status
+
+        return status(self.workspace)

@@ -31,7 +31,7 @@ def test_get_and_search_are_counted_in_one_batch_written_at_close(memories: Path
         router.get("conventions/commit-messages")
         names = [hit.name for hit in router.search("flaky", mode="lexical")]
         assert names and rows(tmp_path / "idx") == {}  # noted in memory: no write per read
-        stats = router._index.access.stats(router._conn)
+        stats = router.workspace.index.access.stats(router.workspace.conn)
         assert stats["conventions/commit-messages"] == Access(1, clock.now)
         assert {name for name in names} <= set(stats)
     written = rows(tmp_path / "idx")
@@ -46,7 +46,7 @@ def test_a_batch_is_written_once_it_is_old_enough_and_counts_add_up(memories: Pa
         clock.now += FLUSH_SECONDS
         router.get("ci/flaky-tests")  # the batch is old enough: this read writes it
         assert rows(tmp_path / "idx") == {"ci/flaky-tests": (2, clock.now)}
-        assert router._index.access.pending == 0
+        assert router.workspace.index.access.pending == 0
     with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False, clock=clock) as router:
         clock.now += 10
         router.get("ci/flaky-tests")
@@ -60,12 +60,12 @@ def test_a_busy_index_keeps_the_notes_for_the_next_flush(memories: Path, tmp_pat
         other = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
         other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
         try:
-            assert router._index.access.flush(router._conn) is False
-            assert router._index.access.pending == 1
+            assert router.workspace.index.access.flush(router.workspace.conn) is False
+            assert router.workspace.index.access.pending == 1
         finally:
             other.rollback()
             other.close()
-        assert router._index.access.flush(router._conn) is True
+        assert router.workspace.index.access.flush(router.workspace.conn) is True
     assert rows(tmp_path / "idx") == {"ci/flaky-tests": (1, clock.now)}
 
 

@@ -91,7 +91,7 @@ def test_no_search_waits_for_a_batch_in_flight(tmp_path: Path) -> None:
     with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
         router.refresh()
         gated = GatedEmbedder(get_embedder("hash"))
-        dense = router._index.dense
+        dense = router.workspace.index.dense
         dense._embedder = gated  # the model this router's dense index embeds with
         router.embed_in_background()
         assert gated.in_batch.wait(30), "the thread never started a batch"
@@ -144,14 +144,14 @@ def test_a_close_while_the_model_loads_starts_no_thread_and_waits_for_none(
     router = Router.open(root=project(tmp_path), watch=False)
     router.status()
     monkeypatch.setattr(memrouter.embed, "get_embedder", slow_model)
-    router._index.dense._embedder = None  # loaded again, slowly, by the thread below
+    router.workspace.index.dense._embedder = None  # loaded again, slowly, by the thread below
     # close lets go of the search before the index: a pause there gives a started thread time to run
-    monkeypatch.setattr(router._searcher, "close", lambda: time.sleep(0.5))
+    monkeypatch.setattr(router.workspace.searcher, "close", lambda: time.sleep(0.5))
     warm = threading.Thread(target=router.embed_in_background)
     warm.start()
     assert loading.wait(10)
     router.close()
     warm.join(10)
-    assert router._index._background is None  # the close began first: no thread was started to be joined
+    assert router.workspace.index._background is None  # the close began first: no thread was started to be joined
     assert not warm.is_alive()
     assert [t for t in threading.enumerate() if t.name == "memrouter-embed" and t.is_alive()] == []

@@ -28,8 +28,8 @@ class CountingEmbedder(HashEmbedder):
 def open_router(memories: Path, index_dir: Path, embedder: HashEmbedder) -> Router:
     config = dataclasses.replace(Config.load(root=memories, index_dir=index_dir), embedder="hash")
     router = Router(config)
-    router._index.dense._factory = lambda: embedder  # the same deterministic embedder, counted
-    router._index.dense._model_id = embedder.model_id
+    router.workspace.index.dense._factory = lambda: embedder  # the same deterministic embedder, counted
+    router.workspace.index.dense._model_id = embedder.model_id
     return router
 
 
@@ -38,7 +38,7 @@ def test_default_mode_is_lexical_until_vectors_exist(memories: Path, tmp_path: P
         assert router.effective_mode() == "lexical" and router.effective_mode("hybrid") == "lexical"
         router.search("postgres")
         router.search("postgres", mode="hybrid")
-        assert router._index.dense._embedder is None  # no model loaded: hybrid has only lexical so far
+        assert router.workspace.index.dense._embedder is None  # no model loaded: hybrid has only lexical so far
         router.refresh(embed=True)
         assert router.effective_mode() == "hybrid"
         assert router.status()["dense"]["embedded_memories"] == 6

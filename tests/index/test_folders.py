@@ -63,7 +63,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
 
 
 def _names(router: Router, query: str, large_from: int = 1_000_000) -> list[str]:
-    conn = router._index.conn
+    conn = router.workspace.index.conn
     names = dict(conn.execute("SELECT id, name FROM memories"))
     return [names[r.memory_id] for r in LexicalIndex(large_from=large_from).search(conn, query, Filters(), 10)]
 
@@ -87,7 +87,7 @@ def test_top_level_memories_and_folders_without_an_overview_borrow_nothing(route
     found = _names(router, "karaoke background worker")
     # the top-level README says "karaoke", but lends nothing to the top-level commands
     assert found.index("lanternfish/suggested_commands") < found.index("suggested_commands")
-    conn = router._index.conn
+    conn = router.workspace.index.conn
     lexical = LexicalIndex()
     ids = dict(conn.execute("SELECT name, id FROM memories"))
     lexical.search(conn, "karaoke", Filters(), 10)
@@ -136,7 +136,7 @@ def test_the_nearest_overview_up_the_path_lends() -> None:
 
 
 def test_coverage_counts_borrowed_terms_but_not_in_the_idf(router: Router) -> None:
-    conn = router._index.conn
+    conn = router.workspace.index.conn
     ids = dict(conn.execute("SELECT name, id FROM memories"))
     lexical = LexicalIndex()
     assert lexical.coverage(conn, "karaoke worker", ids["lanternfish/suggested_commands"]) == pytest.approx(1.0)

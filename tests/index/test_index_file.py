@@ -91,7 +91,7 @@ def test_damage_found_during_use_with_another_user_falls_back_to_memory(memories
     with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
         router.refresh()
         with held_open(index_dir / "index.sqlite"):
-            router._conn.execute("DROP TABLE terms")  # damage our own process finds on its next search
+            router.workspace.conn.execute("DROP TABLE terms")  # damage our own process finds on its next search
             assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
             assert router.status()["index"]["mode"] == "memory"
     assert not list(index_dir.glob("index.sqlite.corrupt-*"))
@@ -211,7 +211,7 @@ def test_a_read_only_index_folder_is_read_as_it_is(memories: Path, tmp_path: Pat
 
 def test_postings_checksums_catch_damage_sqlite_cannot_see(router: Router) -> None:
     assert router.search("postgres", mode="lexical")
-    conn = router._conn
+    conn = router.workspace.conn
     blob = conn.execute("SELECT postings FROM terms WHERE term = 'postgr'").fetchone()[0]
     flipped = bytes([blob[0] ^ 0xFF]) + blob[1:]  # same length, different ids
     with db.transaction(conn):
@@ -219,11 +219,11 @@ def test_postings_checksums_catch_damage_sqlite_cannot_see(router: Router) -> No
     assert db.integrity_problems(conn) == []  # SQLite's own check sees nothing
     with pytest.raises(PostingsDamaged):
         decode(flipped, "postgr")
-    router._index.lexical = type(router._index.lexical)()  # as a new process would
+    router.workspace.index.lexical = type(router.workspace.index.lexical)()  # as a new process would
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
     with db.transaction(conn):
         conn.execute("UPDATE terms SET postings = ? WHERE term = 'postgr'", (blob[:-1],))  # odd length
-    router._index.lexical = type(router._index.lexical)()
+    router.workspace.index.lexical = type(router.workspace.index.lexical)()
     assert router.search("postgres", mode="lexical")[0].name == "adr/adr-001-postgres"
 
 
@@ -232,7 +232,7 @@ def test_postings_checksums_catch_damage_sqlite_cannot_see(router: Router) -> No
 )
 def test_full_index_rebuilds_postings_even_when_their_checksums_hold(router: Router) -> None:
     assert router.search("postgres", mode="lexical")
-    conn = router._conn
+    conn = router.workspace.conn
     wrong = encode({999_999: 1.0})  # well-formed, checksummed, and wrong
     with db.transaction(conn):
         conn.execute("UPDATE terms SET postings = ? WHERE term = 'postgr'", (wrong,))

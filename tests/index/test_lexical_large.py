@@ -39,7 +39,7 @@ def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
      Filters(within=frozenset(range(0, 400, 3)))],
 )  # fmt: skip
 def test_numpy_scoring_matches_the_dictionary_path(router: Router, filters: Filters) -> None:
-    conn = router._index.conn
+    conn = router.workspace.index.conn
     small, large = LexicalIndex(), LexicalIndex(large_from=0)
     compared = 0
     for query in QUERIES:
@@ -54,7 +54,7 @@ def test_numpy_scoring_matches_the_dictionary_path(router: Router, filters: Filt
 
 def test_numpy_scoring_follows_writes(router: Router) -> None:
     large = LexicalIndex(large_from=0)
-    conn = router._index.conn
+    conn = router.workspace.index.conn
     assert large.search(conn, "xylophonequartz", Filters(), 5) == []
     router.save("# Xylophone\n\nxylophonequartz tuning notes\n", "zz/xylophone")
     found = large.search(conn, "xylophonequartz", Filters(), 5)

@@ -38,7 +38,7 @@ def test_token_vectors_are_kept_only_while_reranking_is_on(tmp_path: Path) -> No
     with Router(_project(tmp_path, rerank=False), watch=False) as router:
         router.refresh(embed=True)
         assert "token_chunks" not in router.status()["dense"]
-        assert router._conn.execute("SELECT count(*) FROM chunk_tokens").fetchone()[0] == 0
+        assert router.workspace.conn.execute("SELECT count(*) FROM chunk_tokens").fetchone()[0] == 0
     with Router(_project(tmp_path, rerank=True), watch=False) as router:
         # turned on: every memory lacks token vectors, and the next index adds them
         dense = router.status()["dense"]
@@ -48,7 +48,7 @@ def test_token_vectors_are_kept_only_while_reranking_is_on(tmp_path: Path) -> No
         assert dense["pending_memories"] == 0 and dense["token_chunks"] == dense["chunks"] > 0
         router.save("# Deploys\n\nProduction deploys run on Thursdays now.\n", "ops/deploys")
         router.search("deploy day")  # the change is embedded again, with its tokens
-        rows = router._conn.execute(
+        rows = router.workspace.conn.execute(
             "SELECT count(*) FROM chunks c LEFT JOIN chunk_tokens t ON t.chunk_id = c.id WHERE t.chunk_id IS NULL"
         ).fetchone()[0]
         assert rows == 0

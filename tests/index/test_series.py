@@ -26,7 +26,7 @@ def test_neighbours_are_the_indexed_ones_that_pass(tmp_path: Path) -> None:
         write(root, name, f"# {name}\n\ntext\n")
     with Router(Config.load(root=root, index_dir=tmp_path / "index"), watch=False) as router:
         router.refresh()
-        conn = router._conn
+        conn = router.workspace.conn
         ids = dict(conn.execute("SELECT name, id FROM memories"))
         found = neighbours(conn, ids.values())
         named = {name: sorted(n for n in found.get(i, ())) for name, i in ids.items()}

@@ -171,7 +171,7 @@ def test_a_memory_changed_after_the_analysis_is_skipped_and_said_so(tmp_path: Pa
         hashes = {p.name: router.get(p.name).hash for p in report.proposals}
         edited = DB_OLD.replace("shared cluster", "shared cluster (checked today)")
         write(root, "db/staging-old", edited)  # someone edits it between the report and the apply
-        done, skipped = _apply(router, list(report.proposals), hashes)
+        done, skipped = _apply(router.workspace, list(report.proposals), hashes)
         assert skipped == ["db/staging-old changed since the analysis; not changed (run the janitor again)"]
         assert [p.name for p in done if not p.applied] == ["db/staging-old"]
         assert (root / "db/staging-old.md").read_text() == edited

@@ -48,7 +48,7 @@ def test_searches_fall_back_while_postgres_is_down(
 
             back = start_again(server)
             try:
-                router._index.file.warnings.clear()
+                router.workspace.index.file.warnings.clear()
                 assert "ci/flaky-runbook" in {hit.name for hit in router.search("flaky runbook", mode="lexical")}
                 assert not router.warnings  # answered by PostgreSQL again
                 assert "ci/flaky-runbook" in names_in_database(back.url)
@@ -87,7 +87,7 @@ def test_the_wait_after_a_failure_does_not_grow_with_each_search(
     monkeypatch.setenv("MEMROUTER_PROJECT", "project")
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         assert router.search("flaky tests", mode="lexical")  # the local index answers
-        search = router._searcher
+        search = router.workspace.searcher
         retry_at = search._retry_at
         assert retry_at > 0
         for _ in range(3):

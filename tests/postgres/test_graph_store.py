@@ -108,7 +108,7 @@ def test_graph_calls_use_the_local_index_while_postgres_is_down(
             assert "payments" in {r.name for r in router.related("billing", depth=1)}
             back = start_again(server)
             try:
-                router._index.file.warnings.clear()
+                router.workspace.index.file.warnings.clear()
                 assert "payments" in {r.name for r in router.related("billing", depth=1)}
                 assert not router.warnings  # answered from the database again, which caught up
                 assert "payments" in _database_graph(back.url)

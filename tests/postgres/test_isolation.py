@@ -110,11 +110,13 @@ def test_every_store_operation_is_scoped(projects: list[Router], database_url: s
             assert names == set(project_files(number))
             assert store.count() == 4
             markers = ["marker" + str(other) for other in range(PROJECTS)]
-            vector = projects[number]._index.dense.embed_query("common deploy database").tolist()
+            vector = projects[number].workspace.index.dense.embed_query("common deploy database").tolist()
             for share in (0.0, 0.9):  # folders lend within the project only
                 lexical = store.lexical(markers, everything, 50, share=share)
                 assert {name for name, _ in lexical} == names  # only its own marker matches
-                dense = store.dense(vector, projects[number]._index.dense.model_id, everything, 50, share=share)
+                dense = store.dense(
+                    vector, projects[number].workspace.index.dense.model_id, everything, 50, share=share
+                )
                 assert {hit.name for hit in dense} <= names and dense
             hashes = {s.hash for s in store.summaries(everything)}
             assert hashes == set(file_hashes(projects[number]).values())

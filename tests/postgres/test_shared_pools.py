@@ -46,7 +46,7 @@ def test_routers_share_one_pool_and_renew_it_after_a_failure(tmp_path: Path, mon
             assert not databases.holds(first)  # the failed pool is gone
             back = start_again(server)
             try:
-                alpha._index.file.warnings.clear()
+                alpha.workspace.index.file.warnings.clear()
                 assert found(alpha, "alphaword") and not found(alpha, "betaword")
                 assert found(beta, "betaword")  # beta moves to the new pool without falling back
                 assert_no_fallback(alpha)

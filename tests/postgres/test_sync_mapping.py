@@ -128,7 +128,7 @@ def test_with_the_database_down_sync_refuses_and_reads_fall_back(
     with _open(project) as router:
         with pytest.raises(BackendUnavailable, match="sync mapping is in PostgreSQL"):
             router.sync()
-        assert state.load_records(router._conn, "forgetful") == {}  # nothing was written locally meanwhile
+        assert state.load_records(router.workspace.conn, "forgetful") == {}  # nothing was written locally meanwhile
         backends = router.status()["backends"]  # still answers, from the local mapping
         assert [entry["name"] for entry in backends] == ["forgetful"]
 

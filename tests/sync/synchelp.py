@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def mapping(router: Router) -> SyncState:
     """The router's sync mapping, wherever it is kept (the local index, or PostgreSQL with ``[index] url``)."""
-    return router._external.mapping()
+    return router.workspace.external().mapping()
 
 
 def git(project: Path, *args: str) -> str:

@@ -49,11 +49,11 @@ class State:
 
     def actor(self, agent: str | None) -> str | None:
         """Who acts: ``agent:<agent>``, else ``user:<git config user.name>`` of the project (None if unset)."""
-        from memrouter.core.query import check_text
+        from memrouter.core.query import check_filter
         from memrouter.ops.audit import git_user
 
         if agent is not None:
-            return f"agent:{check_text('--agent', agent)}"
+            return f"agent:{check_filter('--agent', agent)}"
         config = self.router().config
         return git_user(config.project_dir or config.root)
 

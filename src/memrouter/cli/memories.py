@@ -230,7 +230,7 @@ def save(
     actor = state.actor(agent)
     with acting_as(actor):
         memory = save_stamped(
-            router, content, name, actor=actor, title=title, tags=tag or None, kind=kind, channel=channel,
+            router.workspace, content, name, actor=actor, title=title, tags=tag or None, kind=kind, channel=channel,
             scope=scope, source=source, author=author, confidence=confidence, expected_hash=expected_hash,
         )  # fmt: skip
     emit(fmt, memory.to_dict(content=False), lambda: f"saved {memory.name} ({memory.hash[:12]})")

@@ -18,7 +18,7 @@ __all__ = [
     "MAX_QUERY_LENGTH",
     "check_limit",
     "check_query",
-    "check_text",
+    "check_filter",
     "iso_time",
     "make_filters",
     "search_filters",
@@ -61,7 +61,7 @@ def check_limit(limit: object) -> int:
     return limit
 
 
-def check_text(label: str, value: object, max_chars: int = MAX_FILTER_CHARS) -> str:
+def check_filter(label: str, value: object, max_chars: int = MAX_FILTER_CHARS) -> str:
     """One filter value: printable text of at most ``max_chars`` characters, outer spaces removed."""
     if not isinstance(value, str):
         raise InvalidInput(f"{label} must be text, not {type(value).__name__}")
@@ -88,7 +88,7 @@ def _values(label: str, values: Iterable[str] | str | None, allowed: tuple[str, 
         raise InvalidInput(f"at most {MAX_FILTER_VALUES} {label} values at once (got {len(values)})")
     out: list[str] = []
     for value in values:
-        value = check_text(label, value)
+        value = check_filter(label, value)
         if allowed is not None and value not in allowed:
             raise InvalidInput(f"unknown {label} {value!r}; expected one of {', '.join(allowed)}")
         out.append(value)
@@ -110,7 +110,7 @@ def make_filters(
     """
     if prefix is not None:
         prefix = (
-            check_text("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
+            check_filter("prefix", prefix, MAX_NAME_LENGTH) if not isinstance(prefix, str) or prefix.strip() else None
         )
     wanted = _values("status", statuses, STATUSES)
     return Filters(

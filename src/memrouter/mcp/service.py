@@ -26,7 +26,7 @@ from typing import Any
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.core.model import CHANNELS, Memory
 from memrouter.core.names import normalize_name, validate_name
-from memrouter.core.query import MAX_FILTER_VALUES, check_text
+from memrouter.core.query import MAX_FILTER_VALUES, check_filter
 from memrouter.ops.audit import current_actor
 from memrouter.ops.provenance import save_stamped
 from memrouter.ops.task import TaskContextStore
@@ -146,7 +146,7 @@ class MemoryService:
         if memory_name is not None:
             _, memory_name = self._split(memory_name, project_only=True)
         memory = save_stamped(
-            self.router, content, memory_name, actor=_agent(), title=title, tags=_filter_values("tags", tags),
+            self.router.workspace, content, memory_name, actor=_agent(), title=title, tags=_filter_values("tags", tags),
             kind=kind, channel=channel, source=source,
         )  # fmt: skip
         data = memory.to_dict(content=False)
@@ -195,7 +195,7 @@ class MemoryService:
             )
         scope, name = self._split(memory_name)
         if scope is not None:
-            from memrouter.ops.writes import VERBATIM, guarded
+            from memrouter.ops.write_guard import VERBATIM, guarded
 
             scope.write(name, guarded(None, name, content, actor=_agent(), purpose=VERBATIM)[0])
             return f"Memory {GLOBAL_TOPIC}/{name} written."
@@ -247,7 +247,7 @@ class MemoryService:
         scope, name = self._split(memory_name)
         try:
             if scope is not None:
-                from memrouter.ops.writes import VERBATIM, guarded
+                from memrouter.ops.write_guard import VERBATIM, guarded
 
                 memory = scope.read(name)
                 text, _ = replace_text(
@@ -380,7 +380,7 @@ def _filter_values(label: str, values: list[str] | str | None) -> list[str] | No
         values = [values]
     if len(values) > MAX_FILTER_VALUES:
         raise InvalidInput(f"{label}: at most {MAX_FILTER_VALUES} values")
-    return [check_text(label, value) for value in values] or None
+    return [check_filter(label, value) for value in values] or None
 
 
 def _compact(data: dict[str, Any], keep: tuple[str, ...] = ()) -> dict[str, Any]:

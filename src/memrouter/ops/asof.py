@@ -16,42 +16,55 @@ import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
 from memrouter.config.settings import Config
 from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.index.recordtime import git_head
+from memrouter.ops.history import DATE, resolve_revision
+from memrouter.repo.git import GitSession
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memrouter.repo.git import GitSession
-    from memrouter.router import Router
+    from memrouter.index.activity import Lent
 
-__all__ = ["MAX_SNAPSHOTS", "PastIndexes"]
+__all__ = ["MAX_SNAPSHOTS", "Closable", "PastIndexes"]
 
 MAX_SNAPSHOTS = 8
 
 
-class PastIndexes:
-    """The routers of past commits one router has searched (at most ``MAX_SNAPSHOTS`` kept on disk)."""
+class Closable(Protocol):
+    """What this module needs of a past commit's workspace: a way to let go of it."""
 
-    def __init__(self, config: Config, lend: Callable[[float], tuple[str | None, dict[str, list[int]]]]) -> None:
-        """``lend(moment)``: the live router's commit times up to ``moment``, for time words as of then."""
+    def close(self) -> None: ...
+
+
+W = TypeVar("W", bound=Closable)
+
+
+class PastIndexes(Generic[W]):
+    """The workspaces of past commits one workspace has searched (at most ``MAX_SNAPSHOTS`` kept on disk)."""
+
+    def __init__(
+        self,
+        config: Config,
+        lend: Callable[[float], tuple[str | None, dict[str, list[int]]]],
+        open_past: Callable[[Config, Callable[[], float], Lent], W],
+    ) -> None:
+        """``lend(moment)``: the live workspace's commit times up to ``moment``, for time words as of then;
+        ``open_past(config, clock, record_times)``: a workspace over a snapshot, its clock at the commit's time."""
         self.config = config
         self.lend = lend
-        self._open: dict[str, Router] = {}
+        self.open_past = open_past
+        self._open: dict[str, W] = {}
         self._resolved: dict[tuple[str, str | None], str] = {}
 
-    def router_at(self, as_of: str) -> Router:
-        """The Router over the memories at ``as_of``, and that commit's time (epoch seconds)."""
-        from memrouter.ops.history import DATE, resolve_revision
-        from memrouter.repo.git import GitSession
-        from memrouter.router import Router
-
+    def at(self, as_of: str) -> W:
+        """The workspace over the memories as committed at ``as_of`` (a date or a commit)."""
         if self.config.project_dir is None:
             raise InvalidInput("searching as of a date or commit needs the memories to be in a git project")
-        from memrouter.index.recordtime import git_head
-
         session = GitSession(self.config.project_dir)
         # A date names the same commit until HEAD moves: resolve it once per HEAD (git_head reads files).
         # Other revisions (a branch may move while HEAD stays) are resolved every time.
@@ -61,19 +74,17 @@ class PastIndexes:
             commit = resolve_revision(session, as_of)
             if key[1] is not None:
                 self._resolved = {k: v for k, v in self._resolved.items() if k[1] == key[1]} | {key: commit}
-        router = self._open.get(commit)
-        if router is None:
+        past = self._open.get(commit)
+        if past is None:
             when = float(session.run("show", "-s", "--format=%ct", commit).stdout.strip() or 0)
             folder = self.config.index_dir / "as-of" / commit
             root = self._snapshot(session, commit, folder)
             # a past snapshot is searched locally: it must never overwrite the project's rows in a shared database
             index = replace(self.config.index, url=None)
-            past = replace(self.config, root=root, index_dir=folder / "index", backends={}, index=index)
-            router = Router(  # validity judged at the commit's time
-                past, watch=False, clock=lambda: when, record_times=lambda: self.lend(when)
-            )
-            self._open[commit] = router
-        return router
+            settings = replace(self.config, root=root, index_dir=folder / "index", backends={}, index=index)
+            past = self.open_past(settings, lambda: when, lambda: self.lend(when))  # validity judged then
+            self._open[commit] = past
+        return past
 
     def _snapshot(self, session: GitSession, commit: str, folder: Path) -> Path:
         """The memories folder as committed at ``commit``, materialised once under ``folder``."""
@@ -120,8 +131,8 @@ class PastIndexes:
                 shutil.rmtree(old, ignore_errors=True)
 
     def close(self) -> None:
-        for router in self._open.values():
-            router.close()
+        for past in self._open.values():
+            past.close()
         self._open.clear()
 
 

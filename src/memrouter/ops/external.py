@@ -1,112 +1,77 @@
-"""The Router's calls on external memory services: the backends, their status, sync and validate.
+"""The external memory services as the use cases see them: the backends, their status, sync and validate.
 
-Mixed into ``Router``; the work is ``memrouter.external.services``'s (built on first
-use, so a router that never asks a service never loads it).
+The work is ``memrouter.external.services``'s, built on first use
+(``Workspace.external``), so a workspace that never asks a service never
+loads it.
 """
 
 from __future__ import annotations
-
-import builtins
 
 from memrouter.index.sqlite import queries
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any
 
-    from memrouter.config.settings import Config
-    from memrouter.external.services import ExternalServices
+    from memrouter.core.model import Memory
     from memrouter.external.sync.validate import FreshnessReport
-    from memrouter.index.activity import ActivityTimes
-    from memrouter.index.sqlite.keeper import IndexKeeper
-    from memrouter.store.files import MemoryStore
+    from memrouter.ops.workspace import Workspace
 
-__all__ = ["ExternalQueries"]
+__all__ = ["backend", "backend_status", "backends", "sync", "sync_states", "validate"]
 
 
-class ExternalQueries:
-    """Mixed into ``Router``: its external services (``memrouter.external.services``)."""
+def backends(ws: Workspace) -> dict[str, Any]:
+    """See ``Router.backends``: the configured backends that could be built, by name (nothing connects)."""
+    return ws.external().configured.built()
 
-    config: Config
-    store: MemoryStore
-    _index: IndexKeeper
-    _lock: Any
-    _services: ExternalServices | None
-    refresh: Callable[..., Any]
-    _activity_times: Callable[[], ActivityTimes]
 
-    @property
-    def _external(self) -> ExternalServices:
-        """The configured external services (none is built or connected until used)."""
-        with self._lock:  # one set per router, however many threads ask first
-            if self._services is None:
-                from memrouter.external.services import ExternalServices
+def backend(ws: Workspace, name: str) -> Any:
+    """See ``Router.backend``: the backend ``name``; ``ConfigError`` (or why it could not be built) otherwise."""
+    return ws.external().configured.get(name)
 
-                self._services = ExternalServices(
-                    self.config, lambda: self._index.conn, self._index.indexed, self._lock
-                )
-            return self._services
 
-    def backends(self) -> dict[str, Any]:
-        """The configured external backends that could be built, by name (built on first call).
+def backend_status(ws: Workspace) -> list[dict[str, Any]]:
+    """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
+    return ws.external().status() if ws.config.backends else []
 
-        A backend that cannot be built (not installed, bad settings) is left
-        out and its error shown by ``status``; nothing connects here.
-        """
-        return self._external.configured.built()
 
-    def backend(self, name: str) -> Any:
-        """The backend ``name``; ``ConfigError`` (or the reason it could not be built) otherwise."""
-        return self._external.configured.get(name)
+def _current_hashes(ws: Workspace) -> dict[str, str]:
+    """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
+    with ws.lock:
+        ws.index.refresh()
+        return ws.index.indexed(lambda: queries.current_hashes(ws.conn))
 
-    def backend_status(self) -> builtins.list[dict[str, Any]]:
-        """Each configured backend: name, availability, endpoint, health-cache age, last error, sync count."""
-        return self._external.status() if self.config.backends else []
 
-    def _current_hashes(self) -> dict[str, str]:
-        """Every memory name and content hash, after an incremental refresh (sync must see every change)."""
-        with self._lock:
-            self.refresh()
-            return self._index.indexed(lambda: queries.current_hashes(self._index.conn))
+def _recorded(ws: Workspace, name: str) -> Memory:
+    """The memory as sync sends it: a ``created`` its front matter leaves out comes from git (its record time)."""
+    memory = ws.store.read(name)
+    if memory.created is not None:
+        return memory
+    return ws.index.indexed(lambda: ws.activity().dated(memory, ws.conn))
 
-    def sync(
-        self,
-        *,
-        backend: str | None = None,
-        changes: str = "all",
-        dry_run: bool = False,
-        force: bool = False,
-    ) -> builtins.list[Any]:
-        """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend.
 
-        ``changes`` is ``"all"`` (every memory and mapping), ``"staged"`` (what
-        ``git diff --cached`` shows under the memories root) or ``"queue"``
-        (the entries the pre-commit hook queued; removed once synced to every
-        backend). See ``memrouter.external.sync.engine`` for the rules.
-        """
-        return self._index.translated(
-            lambda: self._external.sync(
-                self._recorded, self._current_hashes, backend=backend, changes=changes, dry_run=dry_run, force=force
-            )
-        )
+def sync(
+    ws: Workspace, *, backend: str | None = None, changes: str = "all", dry_run: bool = False, force: bool = False
+) -> list[Any]:
+    """See ``Router.sync``: the canonical memories one way to the backends; one ``SyncReport`` per backend."""
+    return ws.index.translated(
+        lambda: ws.external().sync(
+            lambda name: _recorded(ws, name),
+            lambda: _current_hashes(ws),
+            backend=backend,
+            changes=changes,
+            dry_run=dry_run,
+            force=force,
+        )  # fmt: skip
+    )
 
-    def _recorded(self, name: str) -> Any:
-        """The memory as sync sends it: a ``created`` its front matter leaves out comes from git (its record time)."""
-        memory = self.store.read(name)
-        if memory.created is not None:
-            return memory
-        return self._index.indexed(lambda: self._activity_times().dated(memory, self._index.conn))
 
-    def sync_states(self, name: str, content_hash: str) -> builtins.list[tuple[str, str, str]]:
-        """(backend, state, why) of one memory, whose text has ``content_hash``, on each backend that syncs.
+def sync_states(ws: Workspace, name: str, content_hash: str) -> list[tuple[str, str, str]]:
+    """See ``Router.sync_states``: (backend, state, why) of one memory on each backend that syncs."""
+    return ws.external().sync_states(name, content_hash) if ws.config.backends else []
 
-        The rule of ``validate`` (``in_sync``, ``stale``, ``missing``) for one memory: one row read per
-        backend, no refresh of the whole index, no remote call.
-        """
-        return self._external.sync_states(name, content_hash) if self.config.backends else []
 
-    def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
-        """The freshness report per backend (``memrouter.external.sync.validate``): local state only unless ``check_remote``."""
-        current = self._current_hashes()
-        return self._index.indexed(lambda: self._external.validate(current, backend=backend, check_remote=check_remote))
+def validate(ws: Workspace, *, backend: str | None = None, check_remote: bool = False) -> list[FreshnessReport]:
+    """See ``Router.validate``: the freshness report per backend, local state only unless ``check_remote``."""
+    current = _current_hashes(ws)
+    return ws.index.indexed(lambda: ws.external().validate(current, backend=backend, check_remote=check_remote))

@@ -1,4 +1,4 @@
-"""The Router's knowledge-graph calls: entities, related memories, paths, neighbours, stats, export.
+"""The knowledge graph's calls: entities, related memories, paths, neighbours, stats, export.
 
 A *name* given to these calls is a memory name, or anything the graph knows
 an entity by: ``ADR-012``, ``#123``, ``owner/repo#123``, a commit hash, a
@@ -14,105 +14,104 @@ from collections.abc import Iterable
 
 from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.core.model import Entity, GraphPath, Related, Relation
+from memrouter.index.graph.export import export, stats
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.index.graph.read import GraphView, Node
-    from memrouter.index.search import CanonicalSearch
-    from memrouter.index.sqlite.keeper import IndexKeeper
+    from memrouter.ops.workspace import Workspace
 
-__all__ = ["GraphQueries"]
+__all__ = ["get_entity", "graph_export", "graph_stats", "neighbors", "path", "related"]
 
 MAX_DEPTH = 4
 
 
-class GraphQueries:
-    """Mixed into ``Router``: every call reads the graph of a fresh index (the project's rows in PostgreSQL
-    with ``[index] url``)."""
+def _graph_view(ws: Workspace) -> GraphView:
+    """The graph of a fresh index (the project's rows in PostgreSQL with ``[index] url``)."""
+    ws.index.ensure_fresh()
+    return ws.searcher.graph_view()
 
-    _index: IndexKeeper
-    _searcher: CanonicalSearch
 
-    def _graph_view(self) -> GraphView:
-        self._index.ensure_fresh()
-        return self._searcher.graph_view()
+def _node(view: GraphView, name: str) -> Node:
+    if not isinstance(name, str) or not name.strip() or len(name) > 1000:
+        raise InvalidInput("a graph name must be non-empty text of at most 1000 characters")
+    node = view.resolve(name.strip())
+    if node is None:
+        raise NotFound(f"the graph knows no memory or entity named {name!r}")
+    return node
 
-    def _node(self, view: GraphView, name: str) -> Node:
-        if not isinstance(name, str) or not name.strip() or len(name) > 1000:
-            raise InvalidInput("a graph name must be non-empty text of at most 1000 characters")
-        node = view.resolve(name.strip())
-        if node is None:
-            raise NotFound(f"the graph knows no memory or entity named {name!r}")
-        return node
 
-    def get_entity(self, name: str, include_relations: bool = True, *, as_of: str | None = None) -> Entity:
-        """The memory or entity ``name``, with its relations in and out when ``include_relations``."""
+def get_entity(ws: Workspace, name: str, include_relations: bool = True, *, as_of: str | None = None) -> Entity:
+    """The memory or entity ``name``, with its relations in and out when ``include_relations``."""
 
-        def read() -> Entity:
-            view = self._graph_view()
-            node = self._node(view, name)
-            relations: tuple[Relation, ...] = ()
-            if include_relations:
-                relations = tuple(view.relation(step) for step in view.steps(node, as_of=as_of))
-            key = node if isinstance(node, str) else f"memory:{view.label(node)}"
-            holders = view.key_memories.get(node, []) if isinstance(node, str) else [node]
-            return Entity(view.label(node), view.kind(node), key, tuple(view.label(m) for m in holders), relations)
+    def read() -> Entity:
+        view = _graph_view(ws)
+        node = _node(view, name)
+        relations: tuple[Relation, ...] = ()
+        if include_relations:
+            relations = tuple(view.relation(step) for step in view.steps(node, as_of=as_of))
+        key = node if isinstance(node, str) else f"memory:{view.label(node)}"
+        holders = view.key_memories.get(node, []) if isinstance(node, str) else [node]
+        return Entity(view.label(node), view.kind(node), key, tuple(view.label(m) for m in holders), relations)
 
-        return self._index.indexed(read)
+    return ws.index.indexed(read)
 
-    def neighbors(
-        self, name: str, *, types: Iterable[str] | None = None, as_of: str | None = None
-    ) -> builtins.list[Relation]:
-        """The edges into and out of ``name`` (only ``types`` when given)."""
 
-        def read() -> builtins.list[Relation]:
-            view = self._graph_view()
-            return [view.relation(step) for step in view.steps(self._node(view, name), _types(types), as_of)]
+def neighbors(
+    ws: Workspace, name: str, *, types: Iterable[str] | None = None, as_of: str | None = None
+) -> builtins.list[Relation]:
+    """The edges into and out of ``name`` (only ``types`` when given)."""
 
-        return self._index.indexed(read)
+    def read() -> builtins.list[Relation]:
+        view = _graph_view(ws)
+        return [view.relation(step) for step in view.steps(_node(view, name), _types(types), as_of)]
 
-    def related(
-        self, name: str, depth: int = 2, types: Iterable[str] | None = None, *, as_of: str | None = None
-    ) -> builtins.list[Related]:
-        """Every memory and entity within ``depth`` hops of ``name`` (1 to 4), nearest first."""
-        if not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-            raise InvalidInput(f"depth must be a whole number from 1 to {MAX_DEPTH}")
+    return ws.index.indexed(read)
 
-        def read() -> builtins.list[Related]:
-            view = self._graph_view()
-            found = view.walk(self._node(view, name), depth, _types(types), as_of)
-            return [
-                Related(view.label(node), view.kind(node), len(steps), tuple(view.relation(s) for s in steps))
-                for node, steps in found.items()
-            ]
 
-        return self._index.indexed(read)
+def related(
+    ws: Workspace, name: str, depth: int = 2, types: Iterable[str] | None = None, *, as_of: str | None = None
+) -> builtins.list[Related]:
+    """Every memory and entity within ``depth`` hops of ``name`` (1 to 4), nearest first."""
+    if not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
+        raise InvalidInput(f"depth must be a whole number from 1 to {MAX_DEPTH}")
 
-    def path(self, source: str, target: str) -> GraphPath:
-        """The shortest typed path from ``source`` to ``target`` (edges followed both ways)."""
+    def read() -> builtins.list[Related]:
+        view = _graph_view(ws)
+        found = view.walk(_node(view, name), depth, _types(types), as_of)
+        return [
+            Related(view.label(node), view.kind(node), len(steps), tuple(view.relation(s) for s in steps))
+            for node, steps in found.items()
+        ]
 
-        def read() -> GraphPath:
-            view = self._graph_view()
-            start, end = self._node(view, source), self._node(view, target)
-            steps = view.shortest(start, end)
-            relations = tuple(view.relation(s) for s in steps) if steps is not None else ()
-            return GraphPath(view.label(start), view.label(end), steps is not None, relations)
+    return ws.index.indexed(read)
 
-        return self._index.indexed(read)
 
-    def graph_stats(self) -> dict[str, Any]:
-        """Counts by edge type and entity kind, dangling references and orphan memories, JSON-ready."""
-        from memrouter.index.graph.export import stats
+def path(ws: Workspace, source: str, target: str) -> GraphPath:
+    """The shortest typed path from ``source`` to ``target`` (edges followed both ways)."""
 
-        return self._index.indexed(lambda: stats(self._graph_view()))
+    def read() -> GraphPath:
+        view = _graph_view(ws)
+        start, end = _node(view, source), _node(view, target)
+        steps = view.shortest(start, end)
+        relations = tuple(view.relation(s) for s in steps) if steps is not None else ()
+        return GraphPath(view.label(start), view.label(end), steps is not None, relations)
 
-    def graph_export(self, fmt: str = "json") -> str:
-        """The whole graph as ``json``, ``graphml`` or ``dot`` text."""
-        from memrouter.index.graph.export import export
+    return ws.index.indexed(read)
 
-        return self._index.indexed(lambda: export(self._graph_view(), fmt))
+
+def graph_stats(ws: Workspace) -> dict[str, Any]:
+    """Counts by edge type and entity kind, dangling references and orphan memories, JSON-ready."""
+
+    return ws.index.indexed(lambda: stats(_graph_view(ws)))
+
+
+def graph_export(ws: Workspace, fmt: str = "json") -> str:
+    """The whole graph as ``json``, ``graphml`` or ``dot`` text."""
+
+    return ws.index.indexed(lambda: export(_graph_view(ws), fmt))
 
 
 def _types(types: Iterable[str] | str | None) -> tuple[str, ...] | None:

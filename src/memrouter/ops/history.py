@@ -14,19 +14,10 @@ from pathlib import Path
 
 from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.core.model import Memory
+from memrouter.repo.git import GitSession
+from memrouter.store.files import MemoryStore
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
-
-    from memrouter.config.settings import Config
-    from memrouter.ops.asof import PastIndexes
-    from memrouter.repo.git import GitSession
-    from memrouter.router import Router
-    from memrouter.store.files import MemoryStore
-
-__all__ = ["DATE", "MAX_VERSIONS", "HistoryQueries", "Version", "version_at", "versions"]
+__all__ = ["DATE", "MAX_VERSIONS", "Version", "resolve_revision", "version_at", "versions"]
 
 MAX_VERSIONS = 200
 _FIELD = "\x1f"
@@ -59,7 +50,6 @@ def versions(file: Path, limit: int = 20) -> list[Version]:
     """The commits that changed ``file`` (renames followed), newest first."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_VERSIONS:
         raise InvalidInput(f"limit must be a whole number between 1 and {MAX_VERSIONS}")
-    from memrouter.repo.git import GitSession  # lazy: subprocess is not a search's cost
 
     top = _session(file).toplevel.resolve()
     session = GitSession(top)  # pathspecs are relative to the working folder: run from the top
@@ -85,7 +75,6 @@ def versions(file: Path, limit: int = 20) -> list[Version]:
 
 def _session(file: Path) -> GitSession:
     """A git session in the nearest existing folder of ``file`` (a deleted memory's folder may be gone)."""
-    from memrouter.repo.git import GitSession
 
     folder = next((p for p in (file.parent, *file.parent.parents) if p.is_dir()), Path.cwd())
     return GitSession(folder)
@@ -116,8 +105,6 @@ def _reaches(session: GitSession, ancestor: str, commit: str) -> bool:
 
 def version_at(name: str, file: Path, as_of: str) -> tuple[Memory, Version]:
     """Memory ``name`` as committed at ``as_of`` (a date or a commit), and the version it came from."""
-    from memrouter.repo.git import GitSession
-    from memrouter.store.files import MemoryStore
 
     session = GitSession(_session(file).toplevel)
     commit = resolve_revision(session, as_of)
@@ -131,36 +118,3 @@ def version_at(name: str, file: Path, as_of: str) -> tuple[Memory, Version]:
         raise NotFound(f"memory {name!r} did not exist as of {as_of}")
     memory = MemoryStore.parse_bytes(name, version.path, shown.stdout.encode("utf-8"))
     return memory, version
-
-
-class HistoryQueries:
-    """Mixed into ``Router``: a memory's committed versions (``history``) and one of them (``get_as_of``)."""
-
-    store: MemoryStore
-    config: Config
-    _lock: Any
-    _past: PastIndexes | None
-    _lend_record_times: Callable[[float], tuple[str | None, dict[str, list[int]]]]
-
-    def _past_router(self, as_of: str) -> Router:
-        """The router over the memories as committed at ``as_of`` (``memrouter.ops.asof``)."""
-        with self._lock:
-            if self._past is None:
-                from memrouter.ops.asof import PastIndexes
-
-                self._past = PastIndexes(self.config, self._lend_record_times)
-            return self._past.router_at(as_of)
-
-    def history(self, name: str, limit: int = 20) -> list[Version]:
-        """The commits that changed memory ``name`` (renames followed), newest first."""
-        from memrouter.core.names import validate_name
-
-        name = validate_name(name, strict=False)
-        return versions(self.store.path_for(name), limit)
-
-    def get_as_of(self, name: str, as_of: str) -> tuple[Memory, Version]:
-        """Memory ``name`` as committed at ``as_of``: a date (the last commit that day or before) or a commit."""
-        from memrouter.core.names import validate_name
-
-        name = validate_name(name, strict=False)
-        return version_at(name, self.store.path_for(name), as_of)

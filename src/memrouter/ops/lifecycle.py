@@ -17,17 +17,31 @@ name and every ``mem:`` reference to it stay valid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
-from memrouter.core.model import KIND_CHANNEL, Filters, Hit, Memory
+from memrouter.core.model import KIND_CHANNEL, Filters, Memory
+from memrouter.core.names import validate_name
 from memrouter.core.query import iso_time
+from memrouter.index.sqlite.queries import hit_rows, long_term_twins
 from memrouter.ops.audit import audited
-from memrouter.store.sprints import LIFECYCLE_LOCK, open_sprints, sprint_of
+from memrouter.ops.write_guard import CONTENT, guarded, refuse_secrets
+from memrouter.store import frontmatter
+from memrouter.store.compose import check_reason
+from memrouter.store.sprints import (
+    LIFECYCLE_LOCK,
+    check_sprint_id,
+    open_sprints,
+    read_sprints,
+    record_name,
+    record_text,
+    sprint_members,
+    sprint_of,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Iterable
     from typing import Any
 
@@ -81,20 +95,6 @@ class SprintClose:
         }  # fmt: skip
 
 
-def _validity(row: Any, at: str) -> str | None:
-    if row is None:
-        return None
-    if row["superseded_by"] is not None or row["linked"]:
-        return "superseded"
-    if row["status"] in ("obsolete", "archived"):
-        return str(row["status"])
-    if any(row[key] is not None and row[key] <= at for key in ("valid_until", "expires")):
-        return "expired"
-    if row["valid_from"] is not None and row["valid_from"] > at:
-        return "not_yet_valid"
-    return None
-
-
 class Lifecycle:
     """Routing, sprints, promotion and invalidation over one store and its index.
 
@@ -108,23 +108,12 @@ class Lifecycle:
         self.lock = lock
         self.clock = clock
 
-    @staticmethod
-    def mark(conn: sqlite3.Connection, hits: list[Hit], now: float) -> list[Hit]:
-        """Hits marked with why a default search would leave them out; those in effect first."""
-        from memrouter.index.sqlite.queries import validity_rows
-
-        at = iso_time(now)
-        rows = validity_rows(conn, [hit.name for hit in hits])
-        marked = [replace(hit, validity=_validity(rows.get(hit.name), at)) for hit in hits]
-        return sorted(marked, key=lambda hit: hit.validity is not None)  # stable: scores order each group
-
     # -- routing -------------------------------------------------------------
     def holding(self, name: str) -> Any:
         """The sprint lifecycle lock while a memory goes into ``sprints/`` (so no close runs meanwhile), else nothing.
 
         Taken before the memory's own lock, in the order ``close`` takes them.
         """
-        from contextlib import nullcontext
 
         return self.store.lock(LIFECYCLE_LOCK) if sprint_of(name) is not None else nullcontext()
 
@@ -146,8 +135,6 @@ class Lifecycle:
             raise InvalidInput(f"cannot save a sprint memory: {NO_SPRINT}")
         inside = sprint_of(composed)
         if inside is None:
-            from memrouter.core.names import validate_name
-
             return validate_name(f"sprints/{sprint.id}/{composed}", strict=True)
         if inside != sprint.id:
             raise InvalidInput(f"memory {composed!r} is in sprint {inside!r}, but the open sprint is {sprint.id!r}")
@@ -160,7 +147,6 @@ class Lifecycle:
         return found[-1] if found else None
 
     def sprint(self, sprint_id: str) -> Sprint:
-        from memrouter.store.sprints import check_sprint_id, read_sprints
 
         sprint_id = check_sprint_id(sprint_id)
         for sprint in read_sprints(self.store):
@@ -171,12 +157,10 @@ class Lifecycle:
     @audited("sprint_start")
     def start(self, sprint_id: str, *, weeks: int, goal: str | None) -> Sprint:
         """Open sprint ``sprint_id`` (``Conflict`` while another is open or the id was used)."""
-        from memrouter.ops.writes import check_text
-        from memrouter.store.sprints import check_sprint_id, record_name, record_text
 
         sprint_id = check_sprint_id(sprint_id)
         if goal:
-            check_text(goal, f"the goal of sprint {sprint_id!r}")
+            refuse_secrets(goal, f"the goal of sprint {sprint_id!r}")
         text = record_text(sprint_id, self.clock(), weeks, goal)
         with self.lock, self.store.lock(LIFECYCLE_LOCK):
             current = self.current()
@@ -189,7 +173,6 @@ class Lifecycle:
 
     def status(self) -> tuple[dict[str, Any], list[str]]:
         """The sprint part of ``status`` and its warnings (a sprint past its end, two open sprints)."""
-        from memrouter.store.sprints import sprint_members
 
         now = self.clock()
         found = open_sprints(self.store)
@@ -219,7 +202,6 @@ class Lifecycle:
         the memories not named refuse the close. Everything is checked
         before anything is written; ``dry_run`` only reports the plan.
         """
-        from memrouter.store.sprints import sprint_members
 
         with self.lock, self.store.lock(LIFECYCLE_LOCK):
             sprint = self.current()
@@ -239,9 +221,8 @@ class Lifecycle:
                     f"({shown}); name them with --promote or pass --archive-rest"
                 )
             why = reason or f"promoted at the close of sprint {sprint.id}"
-            from memrouter.ops.writes import check_text
 
-            check_text(why, "the promotion reason")
+            refuse_secrets(why, "the promotion reason")
             plans = [self._plan(n, None, why, merge=False) for n in wanted]
             if dry_run:
                 return SprintClose(sprint.id, tuple(plans), tuple(rest), True, None)
@@ -270,17 +251,14 @@ class Lifecycle:
         expected_hash: str | None = None,
     ) -> Promotion:
         """Write sprint memory ``name`` as a long-term memory with its provenance; see ``Router.promote``."""
-        from memrouter.core.names import validate_name
-        from memrouter.store.compose import check_reason
 
         if to != "long_term":
             raise InvalidInput(f"memories are promoted to 'long_term' only (got {to!r})")
-        from memrouter.ops.writes import check_text
 
         why = check_reason(reason)
         if not why or not why.strip():
             raise InvalidInput("give a reason for the promotion")
-        check_text(why, "the promotion reason")
+        refuse_secrets(why, "the promotion reason")
         source = validate_name(name, strict=False)
         with self.lock:
             plan = self._plan(source, None if target is None else validate_name(target), why, merge=merge)
@@ -290,7 +268,6 @@ class Lifecycle:
         """Archive one sprint memory in place (``status: archived``), as ``close`` does with the rest:
         kept in the file and in ``search --archived``, out of default results. ``Conflict`` when it
         changed since ``expected_hash`` or is promoted, superseded, invalidated or archived already."""
-        from memrouter.core.names import validate_name
 
         source = validate_name(name, strict=False)
         with self.lock, self.store.lock(LIFECYCLE_LOCK):
@@ -306,10 +283,9 @@ class Lifecycle:
 
     def _plan(self, source: str, target: str | None, reason: str, *, merge: bool) -> Promotion:
         """Check a promotion without writing; ``Conflict`` on a duplicate unless ``merge``."""
-        from memrouter.ops.writes import check_text
 
         memory = self.store.read(source)
-        check_text(memory.text, f"memory {source!r}")  # refused before any promotion of a close is written
+        refuse_secrets(memory.text, f"memory {source!r}")  # refused before any promotion of a close is written
         if memory.channel != "sprint":
             raise InvalidInput(
                 f"memory {source!r} is in the {memory.channel} channel; only sprint memories are promoted"
@@ -329,7 +305,6 @@ class Lifecycle:
         """A long-term memory this one would duplicate: same name, content or title, or close in meaning."""
         if self.store.exists(target):
             return target, "already has that name"
-        from memrouter.index.sqlite.queries import long_term_twins
 
         def look() -> tuple[str, str] | None:
             self.index.ensure_fresh()
@@ -341,8 +316,6 @@ class Lifecycle:
                 return None  # no vectors: near-duplicates by meaning are not checked
             ranked = self.index.dense.search(conn, memory.body, Filters(channels=("long_term",)), limit=1)
             if ranked and ranked[0].score >= DUPLICATE_COSINE:
-                from memrouter.index.sqlite.queries import hit_rows
-
                 row = hit_rows(conn, [ranked[0].memory_id]).get(ranked[0].memory_id)
                 if row is not None:
                     return str(row["name"]), f"is near-identical (cosine {ranked[0].score:.2f})"
@@ -352,8 +325,6 @@ class Lifecycle:
         return result
 
     def _promote(self, plan: Promotion, *, merge: bool, expected_hash: str | None = None) -> Promotion:
-        from memrouter.ops.writes import CONTENT, guarded
-        from memrouter.store import frontmatter
 
         now = iso_time(self.clock())
         provenance = {
@@ -384,14 +355,11 @@ class Lifecycle:
     @audited("invalidate")
     def invalidate(self, name: str, reason: str, superseded_by: str | None = None) -> Memory:
         """Mark ``name`` obsolete (and superseded) with the reason; see ``Router.invalidate``."""
-        from memrouter.core.names import validate_name
-        from memrouter.ops.writes import check_text
-        from memrouter.store.compose import check_reason
 
         why = check_reason(reason)
         if not why or not why.strip():
             raise InvalidInput("give a reason for the invalidation")
-        check_text(why, "the invalidation reason")
+        refuse_secrets(why, "the invalidation reason")
         name = validate_name(name, strict=False)
         newer = None if superseded_by is None else validate_name(superseded_by, strict=False)
         if newer == name:
@@ -413,7 +381,6 @@ class Lifecycle:
     ) -> Memory:
         """Set front-matter keys of one memory under its lock, from the read to the rename
         (``Conflict`` if it is no longer at ``expected_hash``)."""
-        from memrouter.store import frontmatter
 
         with self.store.lock(name):
             memory = self.store.read(name)

@@ -17,13 +17,17 @@ from pathlib import Path
 from memrouter.core.errors import MemoryRouterError, NotFound
 from memrouter.core.model import Memory, Provenance
 from memrouter.core.query import iso_time
+from memrouter.ops.history import MAX_VERSIONS, versions
+from memrouter.ops.write_guard import refuse_secrets
+from memrouter.ops.writes import save
+from memrouter.store import frontmatter
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.ops.history import Version
-    from memrouter.router import Router
+    from memrouter.ops.workspace import Workspace
 
 __all__ = ["provenance_of", "save_stamped", "stamp"]
 
@@ -34,7 +38,6 @@ def stamp(content: str, *, author: str | None, now: float, existing: Memory | No
     ``existing`` (the memory a save replaces) gives its own author and
     creation time first; a new memory gets ``author`` and ``now``.
     """
-    from memrouter.store import frontmatter
 
     if not isinstance(content, str) or not content.strip():
         return content  # nothing to stamp: the save refuses it with its own message
@@ -76,7 +79,6 @@ def provenance_of(memory: Memory) -> Provenance:
 
 
 def _versions(file: Path) -> list[Version]:
-    from memrouter.ops.history import MAX_VERSIONS, versions
 
     try:
         return versions(file, MAX_VERSIONS)
@@ -84,8 +86,8 @@ def _versions(file: Path) -> list[Version]:
         return []
 
 
-def save_stamped(router: Router, content: str, name: str | None, *, actor: str | None, **fields: Any) -> Memory:
-    """``router.save`` with provenance: ``actor`` as the author and now as ``created`` where none is written.
+def save_stamped(ws: Workspace, content: str, name: str | None, *, actor: str | None, **fields: Any) -> Memory:
+    """``Router.save`` with provenance: ``actor`` as the author and now as ``created`` where none is written.
 
     A ``name`` that exists already gives its author and creation time instead
     (``stamp``); an explicit ``author`` field wins over both.
@@ -93,13 +95,13 @@ def save_stamped(router: Router, content: str, name: str | None, *, actor: str |
     existing = None
     if name is not None:
         try:
-            existing = router.store.read(name)  # what its front matter says, not dates filled in from git
+            existing = ws.store.read(name)  # what its front matter says, not dates filled in from git
         except NotFound:
             existing = None
-    from memrouter.ops.writes import check_text
-
-    check_text(
+    refuse_secrets(
         content, f"memory {name!r}" if name else "the memory"
     )  # before stamping: lines as the caller numbered them
-    content = stamp(content, author=fields.get("author") or actor, now=router.clock(), existing=existing)
-    return router.save(content, name, actor=actor, **fields)
+    content = stamp(content, author=fields.get("author") or actor, now=ws.clock(), existing=existing)
+    expected_hash = fields.pop("expected_hash", None)
+    verbatim = fields.pop("verbatim", False)
+    return save(ws, content, name, expected_hash=expected_hash, actor=actor, fields=fields, verbatim=verbatim)

@@ -10,20 +10,27 @@ from __future__ import annotations
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.core.model import Memory
 from memrouter.core.names import validate_name
-from memrouter.index.sqlite.keeper import IndexKeeper
-from memrouter.store.files import MemoryStore
+from memrouter.ops.audit import audited
+from memrouter.ops.write_guard import CONTENT, guarded
+from memrouter.store.edit import rewrite_references
 
-__all__ = ["rename_memory"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from memrouter.ops.workspace import Workspace
+
+__all__ = ["rename"]
 
 
-def rename_memory(
-    store: MemoryStore, index: IndexKeeper, old: str, new: str, *, actor: str | None = None
-) -> tuple[Memory, tuple[str, ...]]:
-    """See ``Router.rename``. The moved text passes the write guard (``memrouter.ops.writes``); rewriting
+@audited("rename")
+def rename(ws: Workspace, old: str, new: str, *, actor: str | None = None) -> tuple[Memory, tuple[str, ...]]:
+    """See ``Router.rename``. The moved text passes the write guard (``memrouter.ops.write_guard``); rewriting
     ``mem:`` references in other memories adds no text of its own."""
-    from memrouter.ops.writes import CONTENT, guarded
-    from memrouter.store.edit import rewrite_references
+    with ws.lock:
+        return _rename(ws, old, new, actor)
 
+
+def _rename(ws: Workspace, old: str, new: str, actor: str | None) -> tuple[Memory, tuple[str, ...]]:
+    store, index = ws.store, ws.index
     source = validate_name(old, strict=False)
     target = validate_name(new, strict=True)
     if target == source:

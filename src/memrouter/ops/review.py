@@ -27,101 +27,91 @@ from pathlib import Path
 
 from memrouter.core.errors import Conflict, InvalidInput
 from memrouter.core.model import PENDING, Memory, MemorySummary, Provenance
-from memrouter.core.query import check_text
-from memrouter.ops.audit import MAX_READ, MemoryAudit, acting_as, operation, read_audit
+from memrouter.core.names import validate_name
+from memrouter.core.query import check_filter, make_filters
+from memrouter.index.sqlite import queries
+from memrouter.ops.audit import MAX_READ, acting_as, operation, read_audit
 from memrouter.ops.provenance import provenance_of
+from memrouter.store import frontmatter
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from typing import Any
-
-    from memrouter.config.settings import Config
-    from memrouter.index.sqlite.keeper import IndexKeeper
     from memrouter.ops.audit import AuditEntry
-    from memrouter.store.files import MemoryStore
+    from memrouter.ops.workspace import Workspace
 
-__all__ = ["ReviewQueries", "attach_audit"]
+__all__ = ["approve", "audit", "pending", "provenance", "reject"]
 
 MAX_REASON_CHARS = 500
 
 
-def attach_audit(store: MemoryStore, config: Config) -> MemoryAudit:
-    """Log every change ``store`` makes to ``<index_dir>/audit.jsonl``."""
-    audit = MemoryAudit(Path(config.index_dir), config.project_dir)
-    store.observer = audit.observe
-    return audit
+def pending(ws: Workspace) -> builtins.list[MemorySummary]:
+    """The memories waiting for review, by name."""
+
+    def listed() -> builtins.list[MemorySummary]:
+        ws.index.ensure_fresh()
+        return queries.summaries(ws.index.conn, make_filters(statuses=PENDING))
+
+    return ws.index.indexed(listed)
 
 
-class ReviewQueries:
-    """Mixed into ``Router``: the review queue, provenance and the audit log."""
+def approve(
+    ws: Workspace, name: str, *, actor: str, reason: str | None = None, expected_hash: str | None = None
+) -> Memory:
+    """Make pending memory ``name`` active, verified by ``actor`` (never its own author)."""
+    actor = check_filter("actor", actor)
+    reason = _reason(reason, required=False)
+    return _review(ws, name, actor, reason, expected_hash, approve=True)
 
-    store: MemoryStore
-    config: Config
-    _index: IndexKeeper
-    _lock: Any
 
-    def pending(self) -> builtins.list[MemorySummary]:
-        """The memories waiting for review, by name."""
-        from memrouter.core.query import make_filters
-        from memrouter.index.sqlite import queries
+def reject(ws: Workspace, name: str, *, actor: str, reason: str, expected_hash: str | None = None) -> Memory:
+    """Delete pending memory ``name``; the audit log keeps ``actor``, the hash and ``reason``."""
+    actor = check_filter("actor", actor)
+    return _review(ws, name, actor, _reason(reason, required=True), expected_hash, approve=False)
 
-        def listed() -> builtins.list[MemorySummary]:
-            self._index.ensure_fresh()
-            return queries.summaries(self._index.conn, make_filters(statuses=PENDING))
 
-        return self._index.indexed(listed)
+def _review(
+    ws: Workspace, name: str, actor: str, reason: str | None, expected_hash: str | None, *, approve: bool
+) -> Memory:
 
-    def approve(self, name: str, *, actor: str, reason: str | None = None, expected_hash: str | None = None) -> Memory:
-        """Make pending memory ``name`` active, verified by ``actor`` (never its own author)."""
-        actor = check_text("actor", actor)
-        reason = _reason(reason, required=False)
-        return self._review(name, actor, reason, expected_hash, approve=True)
+    name = validate_name(name, strict=False)
+    op_name = "approve" if approve else "reject"
+    with ws.lock, ws.store.lock(name), acting_as(actor), operation(op_name) as op:
+        memory = ws.store.read(name)
+        if expected_hash is not None and memory.hash != expected_hash:
+            raise Conflict(f"memory {name!r} changed since it was read; read it again and retry")
+        if memory.status != PENDING:
+            raise InvalidInput(f"memory {name!r} is not pending review (its status is {memory.status})")
+        op.reason = reason
+        if not approve:
+            op.verdict = "rejected"
+            gone = ws.store.delete(name, expected_hash=memory.hash)
+            ws.index.unindex(gone.name)
+            return gone
+        if memory.author == actor or _wrote(ws, actor, memory):
+            raise InvalidInput(f"{actor} wrote {name!r} and cannot approve it; another agent or a person must")
+        op.verdict = "approved"
+        text = frontmatter.update(memory.text, {"status": "active", "verified_by": actor})
+        written = ws.store.write(name, text, expected_hash=memory.hash)
+        ws.index.index_written(written)
+        return written.memory
 
-    def reject(self, name: str, *, actor: str, reason: str, expected_hash: str | None = None) -> Memory:
-        """Delete pending memory ``name``; the audit log keeps ``actor``, the hash and ``reason``."""
-        actor = check_text("actor", actor)
-        return self._review(name, actor, _reason(reason, required=True), expected_hash, approve=False)
 
-    def _review(self, name: str, actor: str, reason: str | None, expected_hash: str | None, *, approve: bool) -> Memory:
-        from memrouter.core.names import validate_name
-        from memrouter.store import frontmatter
+def _wrote(ws: Workspace, actor: str, memory: Memory) -> bool:
+    """Whether the audit log says ``actor`` made this very content (a write that stamped no author)."""
+    lines = read_audit(Path(ws.config.index_dir), name=memory.name, actor=actor, limit=MAX_READ)
+    return any(entry.after == memory.hash for entry in lines)
 
-        name = validate_name(name, strict=False)
-        op_name = "approve" if approve else "reject"
-        with self._lock, self.store.lock(name), acting_as(actor), operation(op_name) as op:
-            memory = self.store.read(name)
-            if expected_hash is not None and memory.hash != expected_hash:
-                raise Conflict(f"memory {name!r} changed since it was read; read it again and retry")
-            if memory.status != PENDING:
-                raise InvalidInput(f"memory {name!r} is not pending review (its status is {memory.status})")
-            op.reason = reason
-            if not approve:
-                op.verdict = "rejected"
-                gone = self.store.delete(name, expected_hash=memory.hash)
-                self._index.unindex(gone.name)
-                return gone
-            if memory.author == actor or self._wrote(actor, memory):
-                raise InvalidInput(f"{actor} wrote {name!r} and cannot approve it; another agent or a person must")
-            op.verdict = "approved"
-            text = frontmatter.update(memory.text, {"status": "active", "verified_by": actor})
-            written = self.store.write(name, text, expected_hash=memory.hash)
-            self._index.index_written(written)
-            return written.memory
 
-    def _wrote(self, actor: str, memory: Memory) -> bool:
-        """Whether the audit log says ``actor`` made this very content (a write that stamped no author)."""
-        lines = read_audit(Path(self.config.index_dir), name=memory.name, actor=actor, limit=MAX_READ)
-        return any(entry.after == memory.hash for entry in lines)
+def provenance(ws: Workspace, name: str) -> Provenance:
+    """Who wrote memory ``name``, from what and when (git history for what its front matter does not say)."""
+    return provenance_of(ws.store.read(name))
 
-    def provenance(self, name: str) -> Provenance:
-        """Who wrote memory ``name``, from what and when (git history for what its front matter does not say)."""
-        return provenance_of(self.store.read(name))
 
-    def audit(
-        self, *, since: str | None = None, name: str | None = None, actor: str | None = None, limit: int = 200
-    ) -> builtins.list[AuditEntry]:
-        """The audit log's last ``limit`` lines passing the filters, oldest first (``memrouter.ops.audit``)."""
-        return read_audit(Path(self.config.index_dir), since=since, name=name, actor=actor, limit=limit)
+def audit(
+    ws: Workspace, *, since: str | None = None, name: str | None = None, actor: str | None = None, limit: int = 200
+) -> builtins.list[AuditEntry]:
+    """The audit log's last ``limit`` lines passing the filters, oldest first (``memrouter.ops.audit``)."""
+    return read_audit(Path(ws.config.index_dir), since=since, name=name, actor=actor, limit=limit)
 
 
 def _reason(reason: object, *, required: bool) -> str | None:
@@ -129,4 +119,4 @@ def _reason(reason: object, *, required: bool) -> str | None:
         if required:
             raise InvalidInput("a rejection needs a reason")
         return None
-    return check_text("reason", reason, MAX_REASON_CHARS)
+    return check_filter("reason", reason, MAX_REASON_CHARS)

@@ -19,7 +19,9 @@ from typing import Any
 
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import Hit, Match
+from memrouter.core.query import check_filter
 from memrouter.index.sqlite.connection import connect, enable_wal, transaction
+from memrouter.ops.write_guard import refuse_secrets
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "ScratchNote", "Scratchpad"]
 
@@ -83,9 +85,7 @@ class Scratchpad:
             raise InvalidInput(f"a scratchpad note is at most {MAX_NOTE_CHARS:,} characters (got {len(text):,})")
         if any(0xD800 <= ord(char) <= 0xDFFF for char in text) or "\x00" in text:
             raise InvalidInput("a scratchpad note must be valid Unicode text without NUL characters")
-        from memrouter.ops.writes import check_text
-
-        check_text(text, f"scratchpad note {name!r}")
+        refuse_secrets(text, f"scratchpad note {name!r}")
         life = self.ttl if ttl is None else ttl
         if isinstance(life, bool) or not isinstance(life, (int, float)) or not 0 < life <= 7 * 86400:
             raise InvalidInput("ttl must be a number of seconds between 0 and 7 days")
@@ -166,9 +166,7 @@ class Scratchpad:
 
 
 def _key(value: object, label: str) -> str:
-    from memrouter.core.query import check_text
-
-    return check_text(label, value, 200)
+    return check_filter(label, value, 200)
 
 
 def open_scratchpad(index_dir: Path, ttl: float, clock: Callable[[], float]) -> Scratchpad:

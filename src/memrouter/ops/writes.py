@@ -1,21 +1,22 @@
-"""The Router's writes (save, edit) and the one guard hook every write of memory text passes.
+"""Writing memories: save, edit, delete, and what the write guard would say about a text.
 
-``guarded`` runs ``memrouter.guard.check`` on the text about to be written
-and returns the text to write: refused text raises ``Refused`` before any
-file or index row is touched; an agent's held claim gets
-``status: pending_review`` and the ``confidence`` its evidence supports,
-injection-looking text ``flags: [injection]``; other text is written as
-given. Every path that writes memory text calls it: ``Router.save``,
-``edit`` and ``rename`` (``memrouter.ops.renaming``) and promotion
-(``memrouter.ops.lifecycle``); text a write adds beside the memory (reasons,
-sprint goals, scratchpad notes) passes ``check_text``.
-tests/test_guard_paths.py enumerates the paths.
+A write goes to the file first (the truth), then to the index in the same
+call, both under the memory's lock, so it is visible at once; if the index is
+busy past its wait limit the write still stands and the next refresh indexes
+it. Every text passes the write guard (``memrouter.ops.write_guard``) before
+anything is touched. Each call is one audited operation (``memrouter.ops.audit``).
 """
 
 from __future__ import annotations
 
-from memrouter.core.errors import Conflict, InvalidInput, Refused
+from memrouter.core.errors import Conflict, InvalidInput
+from memrouter.core.lazylog import LazyLogger
 from memrouter.core.names import validate_name
+from memrouter.ops.audit import audited
+from memrouter.ops.lifecycle import Lifecycle
+from memrouter.ops.write_guard import CLAIMS, FULL, VERBATIM, guarded, verdict_for
+from memrouter.store.compose import check_reason, compose
+from memrouter.store.edit import replace_text
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -23,199 +24,76 @@ if TYPE_CHECKING:
 
     from memrouter.core.model import Memory
     from memrouter.guard import Verdict
-    from memrouter.guard.duplicates import Candidate
-    from memrouter.index.sqlite.keeper import IndexKeeper
-    from memrouter.router import Router
+    from memrouter.ops.workspace import Workspace
 
-__all__ = [
-    "FULL", "CLAIMS", "CONTENT", "VERBATIM", "check_text", "duplicate_candidates", "edit", "guarded", "refuse", "save",
-    "verdict_for",
-]  # fmt: skip
+__all__ = ["check", "delete", "edit", "save"]
 
-# What a path asks of the guard: FULL (a new memory or a rewrite: secrets, duplicates,
-# review), CLAIMS (an edit: secrets, review), CONTENT (text copied or added without new
-# claims, such as a promotion or a reason: secrets and flags only), VERBATIM (Serena's
-# tools, whose contract is the file exactly as sent: secrets and duplicates refused,
-# nothing held or flagged, since either would change the file).
-FULL, CLAIMS, CONTENT, VERBATIM = "full", "claims", "content", "verbatim"
-# Rare words of a write looked up to find near-copies; the best few lexical matches are compared.
-PROBE_TERMS = 8
-PROBE_MATCHES = 5
-PROBE_CHARS = 2000  # the rare words are taken from the start of the text: a near-copy shares it
-PROBE_WORDS = 60
+log = LazyLogger(__name__)
 
 
-def refuse(verdict: Verdict, what: str) -> Refused:
-    """The error for a refused write: the reasons' kinds and lines, never a value."""
-    return Refused(f"{what} refused by the write guard: {verdict.summary().removeprefix('refused: ')}", verdict)
-
-
-def verdict_for(
-    index: IndexKeeper | None, name: str, text: str, *, actor: str | None, purpose: str = FULL
-) -> tuple[Memory, Verdict]:
-    """The guard's verdict on writing ``text`` as ``name`` (and the memory it would be); nothing is written."""
-    from memrouter.guard import check
-    from memrouter.store.parse import parse_memory
-
-    memory = parse_memory(name, name, text)
-    verdict = check(
-        text, name=name, actor=actor, grounding=purpose not in (CONTENT, VERBATIM), source=memory.source,
-        body=memory.body, title=memory.title, exempt=[memory.supersedes] if memory.supersedes else [],
-        candidates=(lambda: duplicate_candidates(index, memory.body, memory.title))
-        if index and purpose in (FULL, VERBATIM) else None,
-    )  # fmt: skip
-    return memory, verdict
-
-
-def guarded(
-    index: IndexKeeper | None, name: str, text: str, *, actor: str | None, purpose: str = FULL
-) -> tuple[str, Verdict]:
-    """Check ``text`` for memory ``name``; the text to write (with the verdict's marks) and the verdict."""
-    from memrouter.guard import INJECTION_FLAG
-
-    memory, verdict = verdict_for(index, name, text, actor=actor, purpose=purpose)
-    if verdict.refused:
-        raise refuse(verdict, f"memory {name!r}")
-    if purpose == VERBATIM:
-        return text, verdict
-    changes: dict[str, Any] = {}
-    if verdict.pending and memory.status != "pending_review":
-        changes["status"] = "pending_review"
-    given = memory.extra.get("flags")
-    flags = [flag for flag in given if isinstance(flag, str)] if isinstance(given, list) else []
-    if verdict.flags and INJECTION_FLAG not in flags:
-        changes["flags"] = [*flags, INJECTION_FLAG]
-    if verdict.pending and verdict.confidence is not None and memory.confidence > verdict.confidence:
-        changes["confidence"] = verdict.confidence
-    if not changes:
-        return text, verdict
-    from memrouter.store import frontmatter
-
-    return frontmatter.update(text, changes), verdict
-
-
-def check_text(text: str, what: str) -> None:
-    """Refuse a secret in text a write adds without being memory content (a reason, a goal)."""
-    from memrouter.guard.secrets import find_secrets
-
-    found = find_secrets(text)
-    if found:
-        from memrouter.guard import Verdict
-
-        raise refuse(Verdict("refused", tuple(found)), what)
-
-
-def duplicate_candidates(index: IndexKeeper, body: str, title: str) -> list[Candidate]:
-    """Stored memories a write may duplicate: those with its title, and those holding most of its
-    rarest words, with a cosine (best chunk) where the index has vectors and a title matches.
-
-    The index is used as it stands (a write is indexed at once, by any process;
-    a file changed by hand counts from the next refresh), so the cost does not
-    grow with the number of memories.
-    """
-    from memrouter.core.model import Filters
-    from memrouter.guard.duplicates import Candidate
-    from memrouter.index.text import tokens
-
-    def look() -> list[Candidate]:
-        from collections import Counter
-        from itertools import chain
-
-        from memrouter.guard.duplicates import LENGTH_RATIO
-        from memrouter.index.sqlite.postings import decode
-
-        conn = index.conn
-        titled: set[int] = set()
-        if title.strip():
-            titled = {
-                row[0]
-                for row in conn.execute("SELECT id FROM memories WHERE title = ? COLLATE NOCASE", (title.strip(),))
-            }
-        words = list(dict.fromkeys(token for token in tokens(body[:PROBE_CHARS]) if len(token) > 3))[:PROBE_WORDS]
-        by_words: set[int] = set()
-        if words:
-            # The memories holding most of the write's rarest words, read straight from their (short)
-            # postings; length() of a blob reads no blob, so only the rarest words' postings are read.
-            marks = ", ".join("?" * len(words))
-            lists = conn.execute(
-                f"SELECT term, postings FROM terms WHERE term IN ({marks}) ORDER BY length(postings), term LIMIT ?",
-                (*words, PROBE_TERMS),
-            ).fetchall()
-            counts = Counter(chain.from_iterable(decode(blob, term)[0] for term, blob in lists))
-            # A near-copy holds nearly every word of the write: one missing half its rarest is none.
-            best = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:PROBE_MATCHES]
-            by_words = {mid for mid, shared in best if shared * 2 >= len(lists)}
-        ids = list(titled | by_words)
-        if not ids:
-            return []
-        # A memory whose length rules out a near-copy is compared only if it has the title (for the cosine).
-        size = max(1, len(body))  # as find_duplicate measures it
-        shortest, longest = size * LENGTH_RATIO, size / LENGTH_RATIO
-        marks = ", ".join("?" * len(ids))
-        rows = conn.execute(
-            f"SELECT id, name, title, body FROM memories WHERE id IN ({marks})"
-            f" AND (length(body) BETWEEN ? AND ? OR title = ? COLLATE NOCASE)",
-            (*ids, shortest, longest, title.strip()),
-        ).fetchall()
-        cosines: dict[int, float] = {}
-        if titled and index.dense.has_vectors(conn):
-            cosines = {r.memory_id: r.score for r in index.dense.search(conn, body, Filters(), limit=20)}
-        return [
-            Candidate(row["name"], row["title"], row["body"], cosines.get(row["id"]) if row["id"] in titled else None)
-            for row in sorted(rows, key=lambda row: row["name"])
-        ]
-
-    found: list[Candidate] = index.indexed(look)
-    return found
-
-
+@audited("save")
 def save(
-    router: Router,
+    ws: Workspace,
     content: str,
     name: str | None,
     *,
-    expected_hash: str | None,
-    actor: str | None,
-    fields: dict[str, Any],
-    purpose: str = FULL,
+    expected_hash: str | None = None,
+    actor: str | None = None,
+    fields: dict[str, Any] | None = None,
+    verbatim: bool = False,
 ) -> Memory:
-    """``Router.save``: compose, guard, place in a channel, write and index under the memory's lock."""
-    from memrouter.store.compose import compose
-
+    """See ``Router.save``: compose, guard, place in a channel, write and index under the memory's lock."""
+    fields = fields or {}
     composed, text = compose(content, name, **fields)
-    lifecycle = router.lifecycle
+    lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
     channel, kind = fields.get("channel"), fields.get("kind")
     placed = lifecycle.place(name, composed, channel, kind)
     if expected_hash is not None and not isinstance(expected_hash, str):
         raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
-    text, _ = guarded(router._index, placed, text, actor=actor, purpose=purpose)
-    with router._lock, lifecycle.holding(placed), router.store.lock(placed):
+    text, _ = guarded(ws.index, placed, text, actor=actor, purpose=VERBATIM if verbatim else FULL)
+    with ws.lock, lifecycle.holding(placed), ws.store.lock(placed):
         if lifecycle.place(name, composed, channel, kind) != placed:  # a sprint opened or closed meanwhile
             raise Conflict(f"the open sprint changed while {placed!r} was saved; save it again")
-        written = router.store.write(placed, text, expected_hash=expected_hash)
-        router._index.index_written(written)
+        written = ws.store.write(placed, text, expected_hash=expected_hash)
+        ws.index.index_written(written)
     return written.memory
 
 
+@audited("edit")
 def edit(
-    router: Router,
+    ws: Workspace,
     name: str,
     needle: str,
     repl: str,
     *,
-    mode: str,
-    allow_multiple: bool,
-    actor: str | None,
-    purpose: str = CLAIMS,
+    mode: str = "literal",
+    allow_multiple: bool = False,
+    actor: str | None = None,
+    verbatim: bool = False,
 ) -> tuple[Memory, int]:
-    """``Router.edit``: replace text under the memory's lock; the result passes the guard."""
-    from memrouter.store.edit import replace_text
-
+    """See ``Router.edit``: replace text under the memory's lock; the result passes the guard."""
     name = validate_name(name, strict=False)
-    with router._lock, router.store.lock(name):
-        memory = router.store.read(name)
+    with ws.lock, ws.store.lock(name):
+        memory = ws.store.read(name)
         text, count = replace_text(memory.text, needle, repl, mode, allow_multiple_occurrences=allow_multiple)
-        text, _ = guarded(router._index, memory.name, text, actor=actor, purpose=purpose)
-        written = router.store.write(memory.name, text, expected_hash=memory.hash)
-        router._index.index_written(written)
+        text, _ = guarded(ws.index, memory.name, text, actor=actor, purpose=VERBATIM if verbatim else CLAIMS)
+        written = ws.store.write(memory.name, text, expected_hash=memory.hash)
+        ws.index.index_written(written)
     return written.memory, count
+
+
+@audited("delete")
+def delete(ws: Workspace, name: str, reason: str | None = None, *, expected_hash: str | None = None) -> Memory:
+    """See ``Router.delete``: remove the file and its index rows under the memory's lock."""
+    reason = check_reason(reason)
+    name = validate_name(name, strict=False)
+    with ws.lock, ws.store.lock(name):
+        memory = ws.store.delete(name, expected_hash=expected_hash)
+        ws.index.unindex(memory.name)
+    log.info("deleted memory %s%s", memory.name, f" ({reason})" if reason else "")
+    return memory
+
+
+def check(ws: Workspace, content: str, name: str | None = None, *, actor: str | None = None) -> Verdict:
+    """What the write guard would decide about saving ``content`` as ``name``; nothing is written."""
+    return verdict_for(ws.index, name or "(new memory)", content, actor=actor)[1]

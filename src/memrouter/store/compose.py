@@ -79,7 +79,7 @@ def check_content(text: str) -> None:
 
 def field_changes(**fields: Any) -> dict[str, Any]:
     """The front-matter changes for the given fields (``None`` means "leave as is")."""
-    from memrouter.core.query import check_text
+    from memrouter.core.query import check_filter
 
     changes: dict[str, Any] = {}
     for key, value in fields.items():
@@ -90,7 +90,7 @@ def field_changes(**fields: Any) -> dict[str, Any]:
                 value = [value]
             if not isinstance(value, (list, tuple, set, frozenset)):
                 raise InvalidInput(f"tags must be text or a list of text, not {type(value).__name__}")
-            value = [check_text("tag", tag) for tag in value]
+            value = [check_filter("tag", tag) for tag in value]
         elif key == "channel" and value not in CHANNELS:
             raise InvalidInput(f"unknown channel {value!r}; expected one of {', '.join(CHANNELS)}")
         elif key == "status" and value not in STATUSES:
@@ -100,7 +100,7 @@ def field_changes(**fields: Any) -> dict[str, Any]:
                 raise InvalidInput("confidence must be a number between 0 and 1")
             value = float(value)
         else:
-            value = check_text(key, value, MAX_FIELD_CHARS)
+            value = check_filter(key, value, MAX_FIELD_CHARS)
         changes[key] = value
     return changes
 

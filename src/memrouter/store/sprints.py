@@ -113,9 +113,9 @@ def record_text(sprint_id: str, start: float, weeks: int, goal: str | None) -> s
         "created": iso_time(start),
     }
     if goal is not None:
-        from memrouter.core.query import check_text
+        from memrouter.core.query import check_filter
 
-        fields["goal"] = check_text("goal", goal, 500)
+        fields["goal"] = check_filter("goal", goal, 500)
     return frontmatter.update(f"# Sprint {sprint_id}\n", fields)
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
-from memrouter.team.checks import check_agent_id, check_names, check_seconds, check_text
+from memrouter.team.checks import check_agent_id, check_names, check_plain_text, check_seconds
 from memrouter.team.records import AGENT_STATUSES, Agent
 from memrouter.team.sql import Conn, Row
 from memrouter.team.workflows import active_workflow, check_room
@@ -62,7 +62,7 @@ def heartbeat(conn: Conn, now: float, agent_id: str, status: str, message: str |
     check_agent_id(agent_id)
     if status not in AGENT_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(AGENT_STATUSES)}, not {str(status)[:40]!r}")
-    check_text(message, "message", limit=MAX_MESSAGE_CHARS, required=False)
+    check_plain_text(message, "message", limit=MAX_MESSAGE_CHARS, required=False)
     cursor = conn.execute(
         "UPDATE agents SET status = ?, message = ?, heartbeat_at = ? WHERE id = ?", (status, message, now, agent_id)
     )

@@ -18,7 +18,7 @@ __all__ = [
     "check_key",
     "check_names",
     "check_seconds",
-    "check_text",
+    "check_plain_text",
     "decode",
     "encode",
     "new_id",
@@ -70,7 +70,7 @@ def check_key(value: object) -> str:
     return value
 
 
-def check_text(value: object, what: str, *, limit: int, required: bool = True) -> str | None:
+def check_plain_text(value: object, what: str, *, limit: int, required: bool = True) -> str | None:
     """Plain text (a title, a message, a reason): no control characters but newline and tab."""
     if value is None and not required:
         return None

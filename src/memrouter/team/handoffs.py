@@ -11,7 +11,7 @@ from typing import Any
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import live_agent, touch
-from memrouter.team.checks import check_agent_id, check_id, check_text, encode, new_id
+from memrouter.team.checks import check_agent_id, check_id, check_plain_text, encode, new_id
 from memrouter.team.records import DEFAULT_LEASE, Handoff
 from memrouter.team.sql import Conn, Row
 from memrouter.team.tasks import get_task
@@ -61,7 +61,7 @@ def create(conn: Conn, now: float, from_agent: str, to_agent: str, context: Any,
 
 def respond(conn: Conn, now: float, handoff_id: str, agent_id: str, accept: bool, reason: str | None) -> Handoff:
     check_agent_id(agent_id)
-    check_text(reason, "the reason", limit=MAX_REASON_CHARS, required=False)
+    check_plain_text(reason, "the reason", limit=MAX_REASON_CHARS, required=False)
     handoff = get_handoff(conn, handoff_id)
     if handoff.to_agent != agent_id:
         raise InvalidInput(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import touch
-from memrouter.team.checks import check_id, check_seconds, check_text, new_id
+from memrouter.team.checks import check_id, check_plain_text, check_seconds, new_id
 from memrouter.team.globs import may_overlap, normalize_glob
 from memrouter.team.records import Reservation, ReservationConflict, ReservationResult
 from memrouter.team.sql import Conn, Row
@@ -65,7 +65,7 @@ def reserve(
     if len(globs) > MAX_GLOBS:
         raise InvalidInput(f"at most {MAX_GLOBS} globs in one reservation, not {len(globs)}")
     check_seconds(ttl, "ttl_seconds")
-    check_text(reason, "the reason", limit=MAX_REASON_CHARS, required=False)
+    check_plain_text(reason, "the reason", limit=MAX_REASON_CHARS, required=False)
     agent = touch(conn, now, agent_id)
     drop_expired(conn, now)
     conflicts = [

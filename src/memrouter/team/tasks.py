@@ -18,7 +18,7 @@ from typing import Any
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.team.agents import stale_agent_ids, touch
-from memrouter.team.checks import check_id, check_int, check_names, check_seconds, check_text, encode, new_id
+from memrouter.team.checks import check_id, check_int, check_names, check_plain_text, check_seconds, encode, new_id
 from memrouter.team.records import TASK_STATES, Task
 from memrouter.team.sql import Conn, Row, is_postgres, ready_task
 from memrouter.team.workflows import active_workflow, check_room
@@ -69,7 +69,7 @@ def add(
     owner: str | None,
     max_attempts: int,
 ) -> Task:
-    check_text(title, "a task title", limit=MAX_TITLE_CHARS)
+    check_plain_text(title, "a task title", limit=MAX_TITLE_CHARS)
     payload_text = encode(payload, "the payload") if payload is not None else None
     check_int(priority, "priority", low=-MAX_PRIORITY, high=MAX_PRIORITY)
     check_int(max_attempts, "max_attempts", low=1, high=100)
@@ -180,7 +180,7 @@ def complete(conn: Conn, now: float, task_id: str, agent_id: str | None, result:
 
 def fail(conn: Conn, now: float, task_id: str, agent_id: str | None, error: str, retry: bool) -> Task:
     """Give the task up: back to the queue while attempts are left and ``retry``, else parked or failed."""
-    check_text(error, "the error", limit=MAX_ERROR_CHARS)
+    check_plain_text(error, "the error", limit=MAX_ERROR_CHARS)
     task = _held(conn, now, task_id, agent_id)
     state = "failed" if not retry else ("parked" if task.attempts >= task.max_attempts else "queued")
     conn.execute(

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
-from memrouter.team.checks import check_id, check_text, new_id
+from memrouter.team.checks import check_id, check_plain_text, new_id
 from memrouter.team.records import MAX_WORKFLOW_RECORDS, Workflow, WorkflowReport
 from memrouter.team.sql import Conn, Row
 
@@ -54,7 +54,7 @@ def check_room(conn: Conn, workflow_id: str | None, adding: int = 1) -> None:
 
 
 def start(conn: Conn, now: float, name: str, owner: str | None) -> Workflow:
-    check_text(name, "a workflow name", limit=200)
+    check_plain_text(name, "a workflow name", limit=200)
     workflow_id = new_id()
     conn.execute(
         "INSERT INTO workflows (id, name, owner, state, started_at) VALUES (?, ?, ?, 'active', ?)",
@@ -69,7 +69,7 @@ def complete(conn: Conn, now: float, workflow_id: str, summary: str | None, reta
     The summary is returned, not escalated: turning it into a sprint memory
     is the channels' ``escalate``, which the caller may run with it.
     """
-    check_text(summary, "the summary", limit=MAX_SUMMARY_CHARS, required=False)
+    check_plain_text(summary, "the summary", limit=MAX_SUMMARY_CHARS, required=False)
     active_workflow(conn, workflow_id)
     log: dict[str, Any] | None = None
     if retain_logs:

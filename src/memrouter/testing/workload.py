@@ -155,7 +155,7 @@ def run_workload(
                 report.search_ms.append((time.perf_counter() - started) * 1000)
             else:
                 router.refresh()
-        report.busy_waits = router._conn.busy_waits
+        report.busy_waits = router.workspace.conn.busy_waits
     return report
 
 

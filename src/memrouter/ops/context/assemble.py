@@ -25,18 +25,28 @@ counts (``memrouter.ops.context.tokens``) and a margin for other tokenizers (``[
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memrouter.core.errors import BackendUnavailable, InvalidInput
+from memrouter.core.errors import BackendUnavailable, InvalidInput, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
+from memrouter.index.text import query_terms, tokens
+from memrouter.ops.context.records import Context, ContextItem
+from memrouter.ops.context.render import FORMATS, render
 from memrouter.ops.context.tokens import count_tokens, truncate_lines
+from memrouter.ops.lifecycle import Lifecycle
+from memrouter.ops.reading import get, list_memories, pinned
+from memrouter.ops.search import search
+from memrouter.ops.task import TaskContextStore
+from memrouter.repo.git import GitSession
+from memrouter.team.team import in_use
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from memrouter.core.model import Hit, Memory
-    from memrouter.router import Router
+    from memrouter.ops.workspace import Workspace
 
 log = LazyLogger(__name__)
 
@@ -53,49 +63,8 @@ SYSTEM_TEXT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    """One entry of a block: a memory (``name`` set) or a fact (a commit, the sprint's goal)."""
-
-    title: str
-    text: str = ""
-    name: str | None = None
-    path: str | None = None
-    channel: str | None = None
-    valid: str | None = None
-    author: str | None = None
-    confidence: float | None = None
-    flags: tuple[str, ...] = ()
-    why: str | None = None
-    cost: int | None = None  # tokens of the whole memory, shown on index lines
-    note: str | None = None  # what was cut and how to read the rest
-    listed: bool = False  # an index line only (no text)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in self.__slots__ if getattr(self, key) not in (None, (), "", False)}
-
-
-@dataclass
-class Context:
-    """An assembled context: its blocks, its budget and the tokens the rendered form takes."""
-
-    query: str | None
-    task: str | None
-    max_tokens: int
-    blocks: dict[str, list[ContextItem]] = field(default_factory=dict)
-    tokens: int = 0
-    format: str = "xml"
-    rendered: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query, "task": self.task, "max_tokens": self.max_tokens, "tokens": self.tokens,
-            "blocks": {name: [item.to_dict() for item in items] for name, items in self.blocks.items()},
-        }  # fmt: skip
-
-
 def assemble_context(
-    router: Router,
+    ws: Workspace,
     query: str | None = None,
     task: str | None = None,
     max_tokens: int = 2000,
@@ -105,7 +74,6 @@ def assemble_context(
     format: str = "xml",
 ) -> Context:
     """The context for ``query`` and ``task`` in at most ``max_tokens`` tokens, rendered as ``format``."""
-    from memrouter.ops.context.render import FORMATS, render
 
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not MIN_BUDGET <= max_tokens <= MAX_BUDGET:
         raise InvalidInput(f"max_tokens must be a whole number from {MIN_BUDGET} to {MAX_BUDGET}")
@@ -116,17 +84,17 @@ def assemble_context(
             raise InvalidInput(f"{label} must be text of at most 1,000 characters")
     query = (query or "").strip() or None
     task = (task or "").strip() or None
-    stored_task = _stored_task(router)
+    stored_task = _stored_task(ws)
     task = task or stored_task
     context = Context(query, task, max_tokens, format=format)
-    budget = int(max_tokens * (1 - router.config.context.margin))
+    budget = int(max_tokens * (1 - ws.config.context.margin))
     left = budget - count_tokens(render(replace(context, blocks={"system": [ContextItem("system", SYSTEM_TEXT)]})))
     context.blocks["system"] = [ContextItem("system", SYSTEM_TEXT)]
     wanted = query or task
     gatherers: dict[str, Callable[[int], list[ContextItem]]] = {
-        "project": lambda share: _project(router, wanted, share),
-        "task": lambda share: _task(router, task, share),
-        "history": lambda share: _history(router, share),
+        "project": lambda share: _project(ws, wanted, share),
+        "task": lambda share: _task(ws, task, share),
+        "history": lambda share: _history(ws, share),
     }
     for block, gather in gatherers.items():
         # With a query, knowledge matters most: history keeps half its share.
@@ -135,13 +103,12 @@ def assemble_context(
         context.blocks[block] = items
         left -= sum(_cost(item) for item in items)
     shown = {item.name for items in context.blocks.values() for item in items if item.name}
-    context.blocks["knowledge"] = _knowledge(router, wanted, left, channels, as_of, shown) if wanted else []
+    context.blocks["knowledge"] = _knowledge(ws, wanted, left, channels, as_of, shown) if wanted else []
     return _fit(context, budget)
 
 
 def _fit(context: Context, budget: int) -> Context:
     """Render; while over ``budget``, drop text from the least relevant items, then whole items."""
-    from memrouter.ops.context.render import render
 
     while True:
         context.rendered = render(context)
@@ -169,12 +136,10 @@ def _cost(item: ContextItem) -> int:
     )
 
 
-def _stored_task(router: Router) -> str | None:
-    from memrouter.core.errors import MemoryRouterError
-    from memrouter.ops.task import TaskContextStore
+def _stored_task(ws: Workspace) -> str | None:
 
     try:
-        record = TaskContextStore(router.config.index_dir).get()
+        record = TaskContextStore(ws.config.index_dir).get()
     except MemoryRouterError:  # an unreadable task file leaves the task out, never the context
         return None
     if not record:
@@ -183,13 +148,12 @@ def _stored_task(router: Router) -> str | None:
     return str(record["task"]) + (f"\n{details}" if details else "")
 
 
-def _relative(router: Router, path: str | None) -> str | None:
+def _relative(ws: Workspace, path: str | None) -> str | None:
     """A memory's path as the project sees it (relative to the project folder, else to the root)."""
-    from pathlib import Path
 
     if path is None:
         return None
-    for base in (router.config.project_dir, router.config.root):
+    for base in (ws.config.project_dir, ws.config.root):
         if base is not None:
             try:
                 return Path(path).relative_to(base).as_posix()
@@ -226,7 +190,6 @@ _WORD = re.compile(r"[^\W_]+")
 
 def _relevant(body: str, query: str, budget: int) -> str:
     """The blocks of ``body`` sharing most words with ``query``, in document order, within ``budget``."""
-    from memrouter.index.text import query_terms, tokens
 
     wanted = set(query_terms(query))
     blocks = [b for b in re.split(r"\n\s*\n", body) if b.strip()]
@@ -244,19 +207,18 @@ def _relevant(body: str, query: str, budget: int) -> str:
     return "\n\n".join(blocks[i] for i in sorted(chosen))
 
 
-def _project(router: Router, wanted: str | None, share: int) -> list[ContextItem]:
+def _project(ws: Workspace, wanted: str | None, share: int) -> list[ContextItem]:
     """Pinned memories, then conventions, ADRs and patterns (most relevant to the request first)."""
-    names = router.pinned()
+    names = pinned(ws)
     kinds = ["convention", "adr", "pattern"]
     if wanted:
-        names += [hit.name for hit in router.search(wanted, limit=10, kinds=kinds, origin="canonical")]
+        names += [hit.name for hit in search(ws, wanted, limit=10, kinds=kinds, origin="canonical")]
     else:
-        names += [s.name for s in router.list(channels=["long_term"]) if s.kind in kinds][:10]
-    return _fill(router, list(dict.fromkeys(names)), share, per_item=max(60, share // 3), query=wanted)
+        names += [s.name for s in list_memories(ws, channels=["long_term"]) if s.kind in kinds][:10]
+    return _fill(ws, list(dict.fromkeys(names)), share, per_item=max(60, share // 3), query=wanted)
 
 
-def _fill(router: Router, names: list[str], share: int, *, per_item: int, query: str | None) -> list[ContextItem]:
-    from memrouter.core.errors import MemoryRouterError
+def _fill(ws: Workspace, names: list[str], share: int, *, per_item: int, query: str | None) -> list[ContextItem]:
 
     items: list[ContextItem] = []
     left = share
@@ -264,11 +226,11 @@ def _fill(router: Router, names: list[str], share: int, *, per_item: int, query:
         if left < 40:
             break
         try:
-            memory = router.get(name)
+            memory = get(ws, name)
         except MemoryRouterError:
             continue
         item = _memory_item(memory, min(per_item, left - 30), query=query)
-        item = replace(item, path=_relative(router, item.path))
+        item = replace(item, path=_relative(ws, item.path))
         cost = _cost(item)
         if cost > left:
             break
@@ -277,19 +239,18 @@ def _fill(router: Router, names: list[str], share: int, *, per_item: int, query:
     return items
 
 
-def _task(router: Router, task: str | None, share: int) -> list[ContextItem]:
+def _task(ws: Workspace, task: str | None, share: int) -> list[ContextItem]:
     items: list[ContextItem] = []
     if task:
         items.append(ContextItem("task", truncate_lines(task, max(0, share // 2)).text))
-    sprint = router.lifecycle.current()
+    sprint = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).current()
     if sprint is not None:
         goal = f"goal: {sprint.goal}\n" if sprint.goal else ""
         items.append(ContextItem(f"sprint {sprint.id}", f"{goal}ends {sprint.end[:10]}"))
-    from memrouter.team.team import in_use
 
-    if in_use(router.config):
+    if in_use(ws.config):
         try:
-            state = router.team().get_team_state(None).to_dict()
+            state = ws.team().get_team_state(None).to_dict()
         except BackendUnavailable as exc:  # the team's database is down: the context goes without its block
             log.warning("%s", exc)
             state = {}
@@ -303,22 +264,19 @@ def _task(router: Router, task: str | None, share: int) -> list[ContextItem]:
     return _within(items, share)
 
 
-def _history(router: Router, share: int) -> list[ContextItem]:
-    from memrouter.core.errors import MemoryRouterError
+def _history(ws: Workspace, share: int) -> list[ContextItem]:
 
     items: list[ContextItem] = []
-    if router.config.project_dir is not None:
-        from memrouter.repo.git import GitSession
-
+    if ws.config.project_dir is not None:
         try:
-            commits = GitSession(router.config.project_dir).get_recent_commits(5).get("commits", [])
+            commits = GitSession(ws.config.project_dir).get_recent_commits(5).get("commits", [])
         except MemoryRouterError:
             commits = []
         if commits:
             text = "\n".join(f"{c['date'][:10]} {c['short']} {c['subject']}" for c in commits)
             items.append(ContextItem("recent commits", text))
     # A query that is only a time phrase lists that window's memories, latest change first.
-    changed = router.search("changed in the last 30 days", limit=5, origin="canonical")
+    changed = search(ws, "changed in the last 30 days", limit=5, origin="canonical")
     if changed:
         lines = [f"{_day(hit)} {hit.name}: {hit.title}" for hit in changed]
         items.append(ContextItem("recently changed memories", "\n".join(lines)))
@@ -346,7 +304,7 @@ def _within(items: list[ContextItem], share: int) -> list[ContextItem]:
 
 
 def _knowledge(
-    router: Router, wanted: str, share: int, channels: Iterable[str] | str | None, as_of: str | None,
+    ws: Workspace, wanted: str, share: int, channels: Iterable[str] | str | None, as_of: str | None,
     shown: set[str],
 ) -> list[ContextItem]:  # fmt: skip
     """The best hits with their relevant text, then one line per other hit with its best passage.
@@ -355,24 +313,23 @@ def _knowledge(
     fits); index lines fill the rest. Memories another block already shows
     (``shown``) are left out.
     """
-    from memrouter.core.errors import MemoryRouterError
 
-    hits = [hit for hit in router.search(wanted, limit=50, channels=channels, as_of=as_of, origin="canonical")
+    hits = [hit for hit in search(ws, wanted, limit=50, channels=channels, as_of=as_of, origin="canonical")
             if hit.name not in shown]  # fmt: skip
     detail_room = int(share * DETAIL_SHARE)
     left = share
     detailed: list[ContextItem] = []
     for hit in hits:
         used = share - left
-        frame = _cost(ContextItem(hit.title, name=hit.name, path=_relative(router, hit.path), why=_why(hit))) + 30
+        frame = _cost(ContextItem(hit.title, name=hit.name, path=_relative(ws, hit.path), why=_why(hit))) + 30
         room = min(DETAIL_CAP, detail_room - used - frame)
         if room < 30:
             break
         try:
-            memory = router.get(hit.name, as_of=as_of) if as_of else router.get(hit.name)
+            memory = get(ws, hit.name, as_of=as_of) if as_of else get(ws, hit.name)
         except MemoryRouterError:
             continue
-        item = replace(_memory_item(memory, room, why=_why(hit), query=wanted), path=_relative(router, hit.path))
+        item = replace(_memory_item(memory, room, why=_why(hit), query=wanted), path=_relative(ws, hit.path))
         cost = _cost(item)
         if not item.text or cost > left:
             continue

@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memrouter.ops.context.assemble import Context, ContextItem
+    from memrouter.ops.context.records import Context, ContextItem
 
 __all__ = ["FORMATS", "render"]
 

@@ -15,6 +15,7 @@ from collections import defaultdict
 from memrouter.ops.janitor.contradictions import find_contradictions
 from memrouter.ops.janitor.minhash import near_duplicate_pairs
 from memrouter.ops.janitor.records import Entry, Finding, Proposal
+from memrouter.store.sprints import sprint_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -132,7 +133,6 @@ def _expiry(
     entries: list[Entry], now: str, closed_sprints: Mapping[str, str], findings: list[Finding]
 ) -> dict[int, tuple[str, str]]:
     """Memories past ``valid_until`` or ``expires``, and sprint memories whose sprint has closed."""
-    from memrouter.store.sprints import sprint_of
 
     expiring: dict[int, tuple[str, str]] = {}
     for index, entry in enumerate(entries):

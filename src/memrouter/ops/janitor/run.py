@@ -1,4 +1,4 @@
-"""One janitor run over a router: gather the memories in effect, analyse, report, and (``apply``) act.
+"""One janitor run over a workspace: gather the memories in effect, analyse, report, and (``apply``) act.
 
 Read from the index after a refresh: the memories in effect (neither
 obsolete, archived, superseded nor expired by another's ``supersedes``) and
@@ -6,7 +6,7 @@ their access counts. Memories awaiting review (``status: pending_review``)
 belong to the review queue and are left alone; sprint records are not
 memories to consolidate.
 
-``apply`` makes each proposal through ``Router.invalidate`` (the normal write
+``apply`` makes each proposal through ``Lifecycle.invalidate`` (the normal write
 path: the memory's lock, an atomic rewrite of its front matter, the index
 updated): ``status: obsolete``, ``invalidation_reason``, ``valid_until`` and,
 for a supersede, ``superseded_by``. Nothing is deleted. The changes are
@@ -25,8 +25,12 @@ from dataclasses import replace
 
 from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.core.query import iso_time
+from memrouter.index.sqlite.queries import consolidation_rows
 from memrouter.ops.janitor.analyse import analyse
 from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
+from memrouter.ops.lifecycle import Lifecycle
+from memrouter.store.sprints import read_sprints
+from memrouter.team.team import in_use
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.index.sqlite.access import Access
-    from memrouter.router import Router
+    from memrouter.ops.workspace import Workspace
     from memrouter.team.records import IdleWorkflow
 
 __all__ = ["RETIRED_STATUSES", "run_janitor"]
@@ -46,14 +50,12 @@ SHOWN_NAMES = 50
 DAY = 86400.0
 
 
-def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
+def run_janitor(ws: Workspace, *, apply: bool = False) -> JanitorReport:
     """See the module docstring; ``Router.janitor`` is the public call."""
-    from memrouter.index.sqlite.queries import consolidation_rows
-    from memrouter.store.sprints import read_sprints
 
     started = time.perf_counter()
-    now = router.clock()
-    keeper = router._index
+    now = ws.clock()
+    keeper = ws.index
 
     def gather() -> tuple[list[sqlite3.Row], dict[str, Access]]:
         keeper.ensure_fresh()
@@ -61,7 +63,7 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
 
     rows, access = keeper.indexed(gather)
     entries, pending = _entries(rows)
-    sprints = read_sprints(router.store)
+    sprints = read_sprints(ws.store)
     closed = {sprint.id: sprint.closed for sprint in sprints if sprint.closed is not None}
     findings, proposals = analyse(entries, iso_time(now), closed)
     notices = [f"{pending} memories await review (status: pending_review): left to the review queue"] * bool(pending)
@@ -70,11 +72,11 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
         for s in sprints
         if s.overdue(now)
     ]
-    notices += _scratch(router, apply)
-    team, unreachable = _team(router, apply, router.config.janitor.workflow_idle_days)
+    notices += _scratch(ws, apply)
+    team, unreachable = _team(ws, apply, ws.config.janitor.workflow_idle_days)
     notices += unreachable
     if apply:
-        proposals, skipped = _apply(router, proposals, {entry.name: entry.hash for entry in entries})
+        proposals, skipped = _apply(ws, proposals, {entry.name: entry.hash for entry in entries})
         notices += skipped
     return JanitorReport(
         dry_run=not apply,
@@ -82,7 +84,7 @@ def run_janitor(router: Router, *, apply: bool = False) -> JanitorReport:
         memories=len(entries),
         findings=tuple(findings),
         proposals=tuple(proposals),
-        usage=_usage(entries, access, now, router.config.janitor.stale_days, router.config.janitor.decay),
+        usage=_usage(entries, access, now, ws.config.janitor.stale_days, ws.config.janitor.decay),
         notices=tuple(notices),
         team=team,
         took_ms=(time.perf_counter() - started) * 1000,
@@ -120,13 +122,14 @@ def _entries(rows: list[sqlite3.Row]) -> tuple[list[Entry], int]:
     return entries, pending
 
 
-def _apply(router: Router, proposals: list[Proposal], hashes: dict[str, str]) -> tuple[list[Proposal], list[str]]:
-    """Make each proposal through ``Router.invalidate``; skip (and say so) a memory changed since the analysis."""
+def _apply(ws: Workspace, proposals: list[Proposal], hashes: dict[str, str]) -> tuple[list[Proposal], list[str]]:
+    """Make each proposal through ``Lifecycle.invalidate``; skip (and say so) a memory changed since the analysis."""
     done: list[Proposal] = []
     skipped: list[str] = []
+    lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
     for proposal in proposals:
         try:
-            current = router.store.read(proposal.name).hash
+            current = ws.store.read(proposal.name).hash
         except NotFound:
             skipped.append(f"{proposal.name} is gone since the analysis; not changed")
             done.append(proposal)
@@ -135,16 +138,16 @@ def _apply(router: Router, proposals: list[Proposal], hashes: dict[str, str]) ->
             skipped.append(f"{proposal.name} changed since the analysis; not changed (run the janitor again)")
             done.append(proposal)
             continue
-        router.invalidate(proposal.name, proposal.reason, proposal.superseded_by)
+        lifecycle.invalidate(proposal.name, proposal.reason, proposal.superseded_by)
         done.append(replace(proposal, applied=True))
     return done, skipped
 
 
-def _scratch(router: Router, apply: bool) -> list[str]:
+def _scratch(ws: Workspace, apply: bool) -> list[str]:
     """Expired scratchpad notes not yet collected (collected with ``apply``); nothing when no scratchpad exists."""
-    if not (router.config.index_dir / "scratch.sqlite").exists():
+    if not (ws.config.index_dir / "scratch.sqlite").exists():
         return []
-    pad = router.scratchpad()
+    pad = ws.scratchpad()
     expired = pad.expired()
     if not expired:
         return []
@@ -153,16 +156,15 @@ def _scratch(router: Router, apply: bool) -> list[str]:
     return [f"{expired} short-term scratchpad notes are past their TTL (--apply collects them)"]
 
 
-def _team(router: Router, apply: bool, idle_days: float) -> tuple[dict[str, Any], list[str]]:
+def _team(ws: Workspace, apply: bool, idle_days: float) -> tuple[dict[str, Any], list[str]]:
     """Active team workflows idle for ``idle_days`` (completed with ``apply``, which clears their records
     and keeps their log), and a notice when the team channel cannot be reached (the rest of the run goes
     on); empty when the project has no team channel."""
-    from memrouter.team.team import in_use
 
-    if not in_use(router.config):
+    if not in_use(ws.config):
         return {}, []
     try:
-        team = router.team()
+        team = ws.team()
         idle = team.idle_workflows(idle_days * DAY)
     except BackendUnavailable as exc:
         return {"workflow_idle_days": idle_days, "unavailable": str(exc)}, [f"idle team workflows not checked: {exc}"]

@@ -1,0 +1,74 @@
+"""Reading memories by name: one memory (now or as committed then), a listing, the pinned ones."""
+
+from __future__ import annotations
+
+import builtins
+
+from memrouter.core.model import Memory, MemorySummary
+from memrouter.core.names import validate_name
+from memrouter.core.query import make_filters
+from memrouter.index.sqlite import queries
+from memrouter.ops.history import (
+    version_at,  # git, loaded by the calls that read history only
+    versions,  # git, loaded by the calls that read history only
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from memrouter.ops.history import Version
+    from memrouter.ops.workspace import Workspace
+
+__all__ = ["get", "get_as_of", "history", "list_memories", "pinned"]
+
+
+def get(ws: Workspace, name: str, as_of: str | None = None) -> Memory:
+    """See ``Router.get``: the memory from its file (or as committed at ``as_of``), dates filled from git."""
+    if as_of is not None:
+        return get_as_of(ws, name, as_of)[0]
+    memory = ws.store.read(name)
+    ws.index.note_access([memory.name], ws.clock())  # for the janitor and the usage decay
+    if memory.created is not None and memory.updated is not None:
+        return memory
+    return ws.index.indexed(lambda: ws.activity().dated(memory, ws.conn))
+
+
+def list_memories(
+    ws: Workspace,
+    prefix: str | None = None,
+    *,
+    channels: Iterable[str] | str | None = None,
+    kinds: Iterable[str] | str | None = None,
+    scopes: Iterable[str] | str | None = None,
+    statuses: Iterable[str] | str | None = None,
+    tags: Iterable[str] | str | None = None,
+) -> builtins.list[MemorySummary]:
+    """See ``Router.list``: the indexed memories under ``prefix`` passing the filters, by name."""
+    filters = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
+
+    def listed() -> builtins.list[MemorySummary]:
+        ws.index.ensure_fresh()
+        return ws.searcher.summaries(filters)
+
+    return ws.index.indexed(listed)
+
+
+def pinned(ws: Workspace) -> builtins.list[str]:
+    """See ``Router.pinned``: the names of the memories whose front matter says ``pinned: true``, in effect."""
+    ws.index.ensure_fresh()
+    return ws.index.indexed(lambda: queries.pinned_names(ws.conn))
+
+
+def history(ws: Workspace, name: str, limit: int = 20) -> builtins.list[Version]:
+    """See ``Router.history``: the commits that changed memory ``name`` (renames followed), newest first."""
+
+    name = validate_name(name, strict=False)
+    return versions(ws.store.path_for(name), limit)
+
+
+def get_as_of(ws: Workspace, name: str, as_of: str) -> tuple[Memory, Version]:
+    """See ``Router.get_as_of``: memory ``name`` as committed at ``as_of`` (a date or a commit)."""
+
+    name = validate_name(name, strict=False)
+    return version_at(name, ws.store.path_for(name), as_of)

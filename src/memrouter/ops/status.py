@@ -1,0 +1,34 @@
+"""The status report: counts, index freshness and health, the sprint, the database, problems, configuration."""
+
+from __future__ import annotations
+
+from memrouter.ops.external import backend_status
+from memrouter.ops.lifecycle import Lifecycle
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from memrouter.ops.workspace import Workspace
+
+__all__ = ["status"]
+
+
+def status(ws: Workspace) -> dict[str, Any]:
+    """See ``Router.status``: JSON-ready."""
+    database = ws.index.indexed(ws.searcher.database_status)  # first: a fallback adds a warning
+    index = ws.index.status()
+    sprint, sprint_warnings = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).status()
+    warnings = index.pop("warnings") + sprint_warnings
+    warnings += [f"unknown configuration key {key!r} (ignored)" for key in ws.config.unknown_keys]
+    return {
+        "root": str(ws.config.root),
+        "project": str(ws.config.project_dir) if ws.config.project_dir else None,
+        "readonly": ws.store.readonly,
+        **index,
+        "sprint": sprint,
+        "database": database,
+        "warnings": warnings,
+        "config": ws.config.summary(),
+        "backends": backend_status(ws),
+    }
