@@ -57,7 +57,7 @@ def build_seconds(corpus: Path, work: Path, rounds: int) -> dict[bool, tuple[flo
     """Best of ``rounds`` full lexical builds without the graph (its writer does nothing) and with it,
     the two alternating so that load on the machine falls on both alike: (wall, CPU) seconds for each.
     CPU time is this process's own, so other work on a shared machine changes it less than wall time."""
-    import memrouter.index.graph.store as graph_store
+    import memrouter.index.sqlite.graph as graph_store
     from memrouter import Router
 
     original = graph_store.write_graph

@@ -92,7 +92,7 @@ def main() -> None:
 
 def _searches(router: Router, rounds: int) -> tuple[dict[str, float], dict[str, list[float]]]:
     """First and warm timings of searches as of a date, of time phrases, and of the live index."""
-    from memrouter.index.recordtime import git_top, refresh_record_times
+    from memrouter.index.sqlite.recordtime import git_top, refresh_record_times
 
     firsts: dict[str, float] = {}
     conn = router.workspace.index.conn  # the benchmark reads the cache from a cold start: clear what a search made

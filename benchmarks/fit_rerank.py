@@ -63,7 +63,7 @@ def reading_of(router: Router, query: str) -> Record:
     dense = [Ranked(ids[name], 0.0) for name in record["dense"]]
     weights = {"lexical": 1.0, "dense": searching.dense_weight(record["coverage"], 0.1)}
     fused = reciprocal_rank_fusion({"lexical": lexical, "dense": dense}, weights, 60)
-    readings, near = read_again(keeper, query, fused, lexical)
+    readings, near = read_again(keeper.conn, keeper.dense, keeper.lexical.folders(keeper.conn), query, fused, lexical)
     return record | {
         "fused": [names[item.memory_id] for item in fused],
         "read": {names[m]: [r.late, r.lexical, r.dense] for m, r in readings.items()},

@@ -87,11 +87,11 @@ def _isolated_home(
         if name.startswith("MEMROUTER_"):
             monkeypatch.delenv(name)
     if request.config.getoption("store") == "postgres":
-        from memrouter.index.postgres.reader import PgSearch
+        from memrouter.index.fallback import FallbackReader
 
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", request.getfixturevalue("database_url"))
         monkeypatch.setenv("MEMROUTER_PROJECT", "project")
-        monkeypatch.setattr(PgSearch, "_fell_back", _refuse_fallback)  # every answer must come from PostgreSQL
+        monkeypatch.setattr(FallbackReader, "_fell_back", _refuse_fallback)  # every answer must come from PostgreSQL
 
 
 def _refuse_fallback(search: object, exc: Exception) -> None:

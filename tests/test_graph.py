@@ -109,8 +109,8 @@ def test_edges_change_with_the_memory_only(memories: Path, tmp_path: Path) -> No
 def test_rows_collected_in_one_transaction_are_written_once_and_dropped_with_their_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
 ) -> None:
-    from memrouter.index.graph.store import GraphRows
     from memrouter.index.sqlite.connection import connect
+    from memrouter.index.sqlite.graph import GraphRows
     from memrouter.index.sqlite.refresh import delete_memory, upsert_memory, write_transaction
     from memrouter.index.sqlite.schema import MIGRATIONS, migrate
 
@@ -275,15 +275,15 @@ def test_mention_rules_measured_on_the_corpora(tmp_path: Path, line: str, key: s
 
 def test_the_retriever_skips_only_word_runs_that_can_name_no_known_memory(memories: Path, tmp_path: Path) -> None:
     from memrouter.index.graph.extract import query_keys
-    from memrouter.index.graph.read import GraphView
     from memrouter.index.sqlite.connection import connect
+    from memrouter.index.sqlite.graph import read_graph
 
     write(memories, "notes/Build_Cache.md-tips", "# Déjà vu: Build Cache\n\nSee [[Release Train 2]] and README.md.\n")
     write(memories, "zsh-arrays", "---\naliases: [Bad Substitution]\n---\n# Zsh arrays\n")
     with open_router(memories, tmp_path) as router:
         router.refresh()
     conn = connect(tmp_path / "idx" / "index.sqlite")
-    view = GraphView.local(conn)
+    view = read_graph(conn)
     conn.close()
     queries = [
         "déjà vu build cache", "notes/build_cache.md tips", "release train 2 and zsh arrays", "BAD substitution!",

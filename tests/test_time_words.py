@@ -15,7 +15,7 @@ from helpers import commit, git_project
 from memrouter import Router
 from memrouter.core.errors import ConfigError
 from memrouter.core.timewords import find_time_words
-from memrouter.index.recordtime import git_head
+from memrouter.index.sqlite.recordtime import git_head
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)  # a Monday
 

@@ -87,7 +87,7 @@ def test_past_the_limit_of_open_streams_the_answer_is_503(tmp_path: Path) -> Non
     from starlette.exceptions import HTTPException
     from starlette.requests import Request
 
-    from memrouter.ui.app import UiContext
+    from memrouter.ui.context import UiContext
     from memrouter.ui.events import MAX_STREAMS, team_events
     from memrouter.ui.gitview import GitView
     from memrouter.ui.render import environment

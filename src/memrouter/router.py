@@ -185,7 +185,7 @@ class Router:
     def get(self, name: str, as_of: str | None = None) -> Memory:
         """The memory ``name`` from its file, or as committed at ``as_of`` (a date or commit; ``get_as_of``).
 
-        ``created``/``updated`` the file does not state come from git (``memrouter.index.activity``).
+        ``created``/``updated`` the file does not state come from git (``memrouter.index.sqlite.activity``).
         """
         from memrouter.ops.reading import get
 
@@ -219,7 +219,7 @@ class Router:
         from memrouter.index.postgres.reader import publish
 
         ws = self.workspace
-        ws.index.ensure_fresh()
+        ws.index.ensure_fresh()  # the local index follows the files; the push below is the whole copy
         return ws.index.indexed(lambda: publish(ws.conn, url or ws.config.index.url, ws.config.project_key))
 
     def assemble_context(

@@ -146,7 +146,7 @@ def test_a_close_while_the_model_loads_starts_no_thread_and_waits_for_none(
     monkeypatch.setattr(memrouter.embed, "get_embedder", slow_model)
     router.workspace.index.dense._embedder = None  # loaded again, slowly, by the thread below
     # close lets go of the search before the index: a pause there gives a started thread time to run
-    monkeypatch.setattr(router.workspace.searcher, "close", lambda: time.sleep(0.5))
+    monkeypatch.setattr(router.workspace.reader, "close", lambda: time.sleep(0.5))
     warm = threading.Thread(target=router.embed_in_background)
     warm.start()
     assert loading.wait(10)

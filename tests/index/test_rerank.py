@@ -14,7 +14,8 @@ from memrouter.config.settings import Config
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import Match
 from memrouter.index.fusion import Fused
-from memrouter.index.sqlite.rerank import DEPTH, SHARES, Reading, Shares, TokenFilter, pack, rescored, unpack
+from memrouter.index.sqlite.rerank import DEPTH, SHARES, Reading, Shares, rescored
+from memrouter.index.sqlite.token_vectors import TokenFilter, pack, unpack
 
 MEMORIES = {
     "ci/flaky-retries": "# Flaky test retries\n\nThe CI retries a failing test twice before it marks the job red.\n",

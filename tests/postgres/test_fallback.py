@@ -20,7 +20,7 @@ def names_in_database(url: str) -> set[str]:
 def test_searches_fall_back_while_postgres_is_down(
     memories: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memrouter.index.postgres.reader.RETRY_AFTER", 0.0)  # try the database again on every search
+    monkeypatch.setattr("memrouter.index.fallback.RETRY_AFTER", 0.0)  # try the database again on every search
     with running_postgres() as server:
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", server.url)
         monkeypatch.setenv("MEMROUTER_PROJECT", "project")
@@ -87,7 +87,7 @@ def test_the_wait_after_a_failure_does_not_grow_with_each_search(
     monkeypatch.setenv("MEMROUTER_PROJECT", "project")
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         assert router.search("flaky tests", mode="lexical")  # the local index answers
-        search = router.workspace.searcher
+        search = router.workspace.reader
         retry_at = search._retry_at
         assert retry_at > 0
         for _ in range(3):

@@ -21,7 +21,7 @@ from test_graph import (
 )
 
 from memrouter.core.errors import BackendUnavailable
-from memrouter.index.postgres.reader import PgSearch
+from memrouter.index.fallback import FallbackReader
 
 __all__ = [
     "test_as_of_keeps_edges_of_memories_valid_then",
@@ -38,8 +38,8 @@ pytestmark = pytest.mark.usefixtures("store", "strict")
 def strict(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any fall back to the local index fails the test."""
 
-    def refuse(self: PgSearch, exc: BackendUnavailable) -> None:
+    def refuse(self: FallbackReader, exc: BackendUnavailable) -> None:
         raise AssertionError(f"fell back to the local index: {exc}")
 
-    monkeypatch.setattr(PgSearch, "_fell_back", refuse)
+    monkeypatch.setattr(FallbackReader, "_fell_back", refuse)
     yield

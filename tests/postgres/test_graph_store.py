@@ -94,7 +94,7 @@ def test_rows_pushed_before_the_graph_get_it_on_the_next_call(memories: Path, tm
 def test_graph_calls_use_the_local_index_while_postgres_is_down(
     memories: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memrouter.index.postgres.reader.RETRY_AFTER", 0.0)
+    monkeypatch.setattr("memrouter.index.fallback.RETRY_AFTER", 0.0)
     _graph_memories(memories)
     with running_postgres() as server:  # a server of its own, to stop
         monkeypatch.setenv("MEMROUTER_DATABASE_URL", server.url)

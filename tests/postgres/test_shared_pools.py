@@ -29,7 +29,7 @@ def found(router: Router, query: str) -> set[str]:
 
 
 def test_routers_share_one_pool_and_renew_it_after_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memrouter.index.postgres.reader.RETRY_AFTER", 0.0)  # try the database again on every search
+    monkeypatch.setattr("memrouter.index.fallback.RETRY_AFTER", 0.0)  # try the database again on every search
     databases = SharedDatabases(max_size=4)
     with running_postgres() as server:
         alpha = Router(project(tmp_path, "alpha", server.url), watch=False, databases=databases)
@@ -37,8 +37,8 @@ def test_routers_share_one_pool_and_renew_it_after_a_failure(tmp_path: Path, mon
         try:
             assert found(alpha, "alphaword") and not found(alpha, "betaword")
             assert found(beta, "betaword") and not found(beta, "alphaword")
-            first = alpha._searcher._store.database  # type: ignore[attr-defined]
-            assert beta._searcher._store.database is first  # type: ignore[attr-defined]
+            first = alpha.workspace.reader.primary._store.database  # type: ignore[attr-defined]
+            assert beta.workspace.reader.primary._store.database is first  # type: ignore[attr-defined]
 
             stop(server)
             assert found(alpha, "alphaword")  # from the local index, with a warning
@@ -51,8 +51,8 @@ def test_routers_share_one_pool_and_renew_it_after_a_failure(tmp_path: Path, mon
                 assert found(beta, "betaword")  # beta moves to the new pool without falling back
                 assert_no_fallback(alpha)
                 assert_no_fallback(beta)
-                renewed = alpha._searcher._store.database  # type: ignore[attr-defined]
-                assert renewed is not first and beta._searcher._store.database is renewed  # type: ignore[attr-defined]
+                renewed = alpha.workspace.reader.primary._store.database  # type: ignore[attr-defined]
+                assert renewed is not first and beta.workspace.reader.primary._store.database is renewed  # type: ignore[attr-defined]
 
                 alpha.close()  # a router's close leaves the shared pool to the others
                 assert databases.holds(renewed)

@@ -304,11 +304,11 @@ def _project_of(memories: Path) -> Path | None:
 
 
 def _cache_dir_for(memories: Path) -> Path:
-    import platformdirs
+    import hashlib  # lazy: loading OpenSSL costs a cold start tens of ms, and most roots are projects
 
-    from memrouter.store.parse import sha256_hex
+    import platformdirs  # lazy: only a root outside a project needs the user cache
 
-    digest = sha256_hex(str(memories).encode())[:16]
+    digest = hashlib.sha256(str(memories).encode()).hexdigest()[:16]
     return Path(platformdirs.user_cache_dir("memrouter")) / "roots" / f"{memories.name}-{digest}"
 
 

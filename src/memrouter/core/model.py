@@ -272,7 +272,7 @@ class Filters:
     archived: bool = True  # False leaves out archived memories
     records: bool = True  # False leaves out sprint records (sprints/<id>/_sprint)
     pending: bool = False  # True brings in memories pending review (asking for that status does too)
-    # Only these index row ids (a time phrase's window: memrouter.index.activity); None: no restriction.
+    # Only these index row ids (a time phrase's window: memrouter.index.sqlite.activity); None: no restriction.
     within: frozenset[int] | None = None
 
     @property

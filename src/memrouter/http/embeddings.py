@@ -236,7 +236,7 @@ def make_app(
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from memrouter.mcp.http import BearerTokenMiddleware
+    from memrouter.http.auth import BearerTokenMiddleware
 
     settings = limits or EmbedServerLimits()
 

@@ -1,10 +1,13 @@
-"""A search over the canonical index: candidates, fusion, time words, recency, hits.
+"""The search pipeline, written once: candidates, fusion, time words, recency, the second stage, hits.
 
-The router validates a search and decides where it goes; this module runs
-it over the index (see docs/architecture.md "A search"). Each retriever the
-mode uses returns its candidates with the filters applied inside it; the
-lists are fused by reciprocal rank. Two steps use time
-(``memrouter.index.activity``):
+``memrouter.ops.search`` validates a search and decides where it goes; this
+module runs it (see docs/architecture.md "A search"). The candidates come
+from an ``IndexReader`` (``memrouter.index.protocol``: the local SQLite
+index, or PostgreSQL with the local index as its fallback), each retriever
+with the filters applied inside it; the lists are fused by reciprocal rank.
+Everything after the candidates reads the local index, which always follows
+the files: the rows that make hits, coverage, the second stage, usage counts
+and activity times. Two steps use time (``memrouter.index.sqlite.activity``):
 
 - a time phrase in the query ("last month", "before ADR-012") is taken out
   of the text and, by ``[search] time_words``, either lifts the memories
@@ -27,7 +30,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memrouter.config.settings import Config
-from memrouter.core.model import Filters, Hit, Match, MemorySummary, Provenance
+from memrouter.core.model import Filters, Hit, Match, Provenance
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.sqlite import queries
 from memrouter.index.sqlite.keeper import IndexKeeper
@@ -38,12 +41,11 @@ from memrouter.index.text import query_terms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memrouter.core.timewords import TimeWords
-    from memrouter.index.activity import ActivityTimes
-    from memrouter.index.graph.read import GraphView
-    from memrouter.index.postgres.shared import SharedDatabases
+    from memrouter.index.protocol import IndexReader
+    from memrouter.index.sqlite.activity import ActivityTimes
     from memrouter.index.sqlite.connection import IndexConnection
 
-__all__ = ["CANDIDATE_POOL", "CANONICAL", "CanonicalSearch", "dense_weight", "make_search"]
+__all__ = ["CANDIDATE_POOL", "CANONICAL", "SearchPipeline", "dense_weight"]
 
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
@@ -77,10 +79,11 @@ def dense_weight(
 
 
 @dataclass
-class CanonicalSearch:
-    """One router's search over its index (the index keeper, its configuration and its activity times)."""
+class SearchPipeline:
+    """One workspace's searches: candidates from ``reader``, everything else from the local ``index``."""
 
     index: IndexKeeper
+    reader: IndexReader
     config: Config
     activity: Callable[[], ActivityTimes]
     content_of: Callable[[str], str | None]
@@ -89,17 +92,6 @@ class CanonicalSearch:
     @property
     def conn(self) -> IndexConnection:
         return self.index.conn
-
-    def summaries(self, filters: Filters) -> builtins.list[MemorySummary]:
-        """The indexed memories passing ``filters``, by name (``Router.list``)."""
-        return queries.summaries(self.conn, filters)
-
-    def close(self) -> None:
-        """Let go of what this search holds beyond the index (nothing here; a database pool in ``PgSearch``)."""
-
-    def database_status(self) -> dict[str, object] | None:
-        """The shared database's state for ``status`` (None: no database is configured)."""
-        return None
 
     def time_words(self, query: str, now: float) -> TimeWords | None:
         """The time phrase in ``query`` (relative to ``now``), unless ``[search] time_words = "off"``."""
@@ -178,10 +170,7 @@ class CanonicalSearch:
             return False
         generation = queries.generation(self.conn)
         if self._channels is None or self._channels[0] != generation:
-            self._channels = (
-                generation,
-                {row[0] for row in self.conn.execute("SELECT DISTINCT channel FROM memories")},
-            )
+            self._channels = (generation, queries.channels_in_use(self.conn))
         return bool(decays & self._channels[1])
 
     def _reranked(
@@ -202,24 +191,24 @@ class CanonicalSearch:
         def passing(memory_id: int) -> bool:
             return memory_id in allowed and memory_id not in timed_out
 
-        return rescored(fused, *read_again(self.index, query, fused, lexical, passing, window))
-
-    def graph_view(self) -> GraphView:
-        """The knowledge graph the graph calls read: the local index's."""
-        return self.index.graph.view(self.conn)
+        conn = self.conn
+        folders = self.index.lexical.folders(conn)
+        return rescored(fused, *read_again(conn, self.index.dense, folders, query, fused, lexical, passing, window))
 
     def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
-        """Each retriever's top ``pool`` for the query, filters applied inside each (lexical's cache serves all)."""
+        """Each retriever's top ``pool`` for the query, filters applied inside each."""
         lists: dict[str, builtins.list[Ranked]] = {}
-        lexical, conn = self.index.lexical, self.conn
         if mode in ("hybrid", "lexical"):
-            lists["lexical"] = lexical.search(conn, query, filters, limit=pool)
+            lists["lexical"] = self.reader.lexical(query, filters, pool)
         if mode in ("hybrid", "semantic"):
-            lists["dense"] = self.index.dense.search(
-                conn, query, filters, pool, passing=lexical.allowed, folders=lexical.folders(conn)
-            )
+            lists["dense"] = self.reader.dense(query, filters, pool)
         if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
-            lists["graph"] = self.index.graph.search(conn, query, filters, pool, lexical.allowed, lists["lexical"])
+            from memrouter.index.graph.retrieve import graph_candidates  # lexical search never loads the graph
+
+            conn, lexical = self.conn, self.index.lexical
+            lists["graph"] = graph_candidates(
+                self.reader.graph_view(), query, filters, pool, lambda f: lexical.allowed(conn, f), lists["lexical"]
+            )
         return lists
 
     def _decayed(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row], now: float) -> builtins.list[Fused]:
@@ -297,21 +286,6 @@ class CanonicalSearch:
                 verified_by=get("verified_by"),
             ),
         )
-
-
-def make_search(
-    index: IndexKeeper, config: Config, activity: Callable[[], ActivityTimes], content_of: Callable[[str], str | None],
-    databases: SharedDatabases | None = None,
-) -> CanonicalSearch:  # fmt: skip
-    """The search a router uses: over the local index, or from PostgreSQL when ``[index] url`` is set
-    (through ``databases``' pools when given)."""
-    if config.index.url:
-        from memrouter.index.postgres.reader import (
-            PgSearch,  # lazy: the driver loads only when a database is configured
-        )
-
-        return PgSearch(index, config, activity, content_of, _shared=databases)
-    return CanonicalSearch(index, config, activity, content_of)
 
 
 @lru_cache(maxsize=1)

@@ -25,7 +25,8 @@ import anyio.to_thread
 
 from memrouter.core.errors import MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
-from memrouter.mcp.http import MCP_PATH, bearer_token, refuse
+from memrouter.http.auth import bearer_token, refuse
+from memrouter.mcp.http import MCP_PATH
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup

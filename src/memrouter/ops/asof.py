@@ -20,7 +20,7 @@ from typing import Generic, Protocol, TypeVar
 
 from memrouter.config.settings import Config
 from memrouter.core.errors import InvalidInput, NotFound
-from memrouter.index.recordtime import git_head
+from memrouter.index.sqlite.recordtime import git_head
 from memrouter.ops.history import DATE, resolve_revision
 from memrouter.repo.git import GitSession
 
@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memrouter.index.activity import Lent
+    from memrouter.index.sqlite.activity import Lent
 
 __all__ = ["MAX_SNAPSHOTS", "Closable", "PastIndexes"]
 

@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from memrouter.index.graph.read import GraphView, Node
+    from memrouter.index.graph.view import GraphView, Node
     from memrouter.ops.workspace import Workspace
 
 __all__ = ["get_entity", "graph_export", "graph_stats", "neighbors", "path", "related"]
@@ -30,8 +30,8 @@ MAX_DEPTH = 4
 
 def _graph_view(ws: Workspace) -> GraphView:
     """The graph of a fresh index (the project's rows in PostgreSQL with ``[index] url``)."""
-    ws.index.ensure_fresh()
-    return ws.searcher.graph_view()
+    ws.ensure_fresh()
+    return ws.reader.graph_view()
 
 
 def _node(view: GraphView, name: str) -> Node:

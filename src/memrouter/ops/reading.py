@@ -48,15 +48,15 @@ def list_memories(
     filters = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
 
     def listed() -> builtins.list[MemorySummary]:
-        ws.index.ensure_fresh()
-        return ws.searcher.summaries(filters)
+        ws.ensure_fresh()
+        return ws.reader.summaries(filters)
 
     return ws.index.indexed(listed)
 
 
 def pinned(ws: Workspace) -> builtins.list[str]:
     """See ``Router.pinned``: the names of the memories whose front matter says ``pinned: true``, in effect."""
-    ws.index.ensure_fresh()
+    ws.ensure_fresh()
     return ws.index.indexed(lambda: queries.pinned_names(ws.conn))
 
 

@@ -48,7 +48,7 @@ def pending(ws: Workspace) -> builtins.list[MemorySummary]:
     """The memories waiting for review, by name."""
 
     def listed() -> builtins.list[MemorySummary]:
-        ws.index.ensure_fresh()
+        ws.ensure_fresh()
         return queries.summaries(ws.index.conn, make_filters(statuses=PENDING))
 
     return ws.index.indexed(listed)

@@ -101,10 +101,10 @@ def search(
         return ws.external().search_one(origin, query, limit, content)
 
     def canonical() -> builtins.list[Hit]:
-        ws.index.ensure_fresh()
+        ws.ensure_fresh()
         if mode != "lexical":
             ws.index.ensure_embedded()
-        found = ws.searcher.run(query, limit, mode, filters, content, now)
+        found = ws.pipeline.run(query, limit, mode, filters, content, now)
         return _marked(ws, found, now) if filters.now is None or filters.archived else found
 
     hits = ws.index.indexed(canonical)

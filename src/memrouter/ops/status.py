@@ -16,7 +16,8 @@ __all__ = ["status"]
 
 def status(ws: Workspace) -> dict[str, Any]:
     """See ``Router.status``: JSON-ready."""
-    database = ws.index.indexed(ws.searcher.database_status)  # first: a fallback adds a warning
+    ws.ensure_fresh()  # a copy in PostgreSQL is brought in step before it is counted
+    database = ws.index.indexed(ws.reader.status)  # before the index's part: a fallback adds a warning
     index = ws.index.status()
     sprint, sprint_warnings = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).status()
     warnings = index.pop("warnings") + sprint_warnings

@@ -1,8 +1,10 @@
 """The workspace: what every use case in ``memrouter.ops`` works on.
 
 One memories root's files (``store``), its local index (``index``, always
-SQLite, which follows the files), what searches read (``searcher``: the local
-index, or the project's rows in PostgreSQL with ``[index] url``), the clock
+SQLite, which follows the files), what searches read (``reader``: the local
+index, or the project's rows in PostgreSQL with ``[index] url``, the local
+index answering while the database is down) and the search pipeline over it
+(``pipeline``), the clock
 that says "now", and the lock that orders this process's changes. The Router
 opens one and hands it to the use cases; they never see the Router, and the
 workspace knows no use case. What costs something to open (the team channel,
@@ -18,8 +20,9 @@ from _thread import RLock  # threading.RLock is this type; importing threading c
 
 from memrouter.config.settings import Config
 from memrouter.core.errors import InvalidInput, NotFound
-from memrouter.index.search import make_search
+from memrouter.index.search import SearchPipeline
 from memrouter.index.sqlite.keeper import IndexKeeper
+from memrouter.index.sqlite.reader import SqliteReader
 from memrouter.ops.audit import attach_audit
 from memrouter.store.files import MemoryStore
 
@@ -28,9 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memrouter.external.services import ExternalServices
-    from memrouter.index.activity import ActivityTimes, Lent
     from memrouter.index.postgres.shared import SharedDatabases
-    from memrouter.index.search import CanonicalSearch
+    from memrouter.index.protocol import IndexReader, Mirrored
+    from memrouter.index.sqlite.activity import ActivityTimes, Lent
     from memrouter.index.sqlite.connection import IndexConnection
     from memrouter.ops.asof import PastIndexes
     from memrouter.ops.audit import MemoryAudit
@@ -62,7 +65,19 @@ class Workspace:
             refresh_interval=config.search.refresh_interval, watch=watch, folder_share=config.search.folder_context,
             tokens=config.search.rerank,
         )  # fmt: skip
-        self.searcher: CanonicalSearch = make_search(self.index, config, self.activity, self.content_of, databases)
+        local = SqliteReader(self.index)
+        self.reader: IndexReader = local
+        self.mirror: Mirrored | None = None  # a copy of the local index that the freshness step keeps in step
+        if config.index.url:
+            from memrouter.index.fallback import FallbackReader
+            from memrouter.index.postgres.reader import PostgresReader  # the driver loads only when configured
+
+            primary = PostgresReader(
+                config.index.url, config.project_key, self.index, config.root, ef_search=config.index.ef_search,
+                shared=databases,
+            )  # fmt: skip
+            self.reader = self.mirror = FallbackReader(primary, local, self.index.file.warnings)
+        self.pipeline = SearchPipeline(self.index, self.reader, config, self.activity, self.content_of)
         # Opened on first use.
         self.past: PastIndexes[Workspace] | None = None  # made by the first search as of a date or commit
         self._services: ExternalServices | None = None
@@ -70,6 +85,13 @@ class Workspace:
         self._scratch: Scratchpad | None = None
         self._activity: ActivityTimes | None = None
         self._lent_times = record_times
+
+    def ensure_fresh(self) -> None:
+        """The freshness step before a read: the local index follows the files (``IndexKeeper.ensure_fresh``),
+        then a copy of it (PostgreSQL) follows the local index. Reads themselves never write."""
+        self.index.ensure_fresh()
+        if self.mirror is not None:
+            self.index.indexed(self.mirror.sync)
 
     @property
     def conn(self) -> IndexConnection:
@@ -107,7 +129,7 @@ class Workspace:
         """When each memory was written or changed (git and front matter), made on first need."""
         with self.lock:
             if self._activity is None:
-                from memrouter.index.activity import ActivityTimes  # only time words, recency and dates need it
+                from memrouter.index.sqlite.activity import ActivityTimes  # only time words, recency and dates need it
 
                 self._activity = ActivityTimes(self.config.root, self._lent_times)
             return self._activity
@@ -135,5 +157,5 @@ class Workspace:
                 self._team.close()
             if self._services is not None:
                 self._services.close()
-            self.searcher.close()
+            self.reader.close()
             self.index.close()

@@ -10,7 +10,6 @@ Library errors become error pages: bad input 400, not found 404, a conflict
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,55 +22,20 @@ from memrouter.core.errors import (
     NotFound,
     exit_code_for,
 )  # fmt: skip
-from memrouter.ui.security import UiGuard, new_secret
+from memrouter.ui.context import UiContext
+from memrouter.ui.security import UiGuard
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    import jinja2
     from starlette.requests import Request
     from starlette.responses import Response
 
     from memrouter.router import Router
-    from memrouter.ui.gitview import GitView
 
-__all__ = ["UiContext", "create_app"]
+__all__ = ["STATIC", "UiContext", "create_app"]
 
 STATIC = Path(__file__).parent / "static"
-NAV = (
-    ("/", "Search"), ("/review", "Review"), ("/team", "Team"), ("/graph", "Graph"), ("/timeline", "Timeline"),
-    ("/health", "Health"),
-)  # fmt: skip
-
-
-@dataclass
-class UiContext:
-    """What every page needs: the router, the templates, the CSRF token, who acts."""
-
-    router: Router
-    env: jinja2.Environment
-    reviewer: str | None
-    git: GitView
-    csrf: str = field(default_factory=new_secret)
-    poll_ms: int = 2000
-    streams: int = 0  # server-sent event streams open now (``events``)
-    base: str = ""  # the path the pages live under: "" alone, "/p/<key>" among several projects (``multi``)
-    project: str | None = None  # the project's key among several
-
-    def render(self, template: str, here: str = "", **values: Any) -> str:
-        """``template`` rendered to text with the shared values."""
-        nav = [(self.base + href, label) for href, label in NAV]
-        return self.env.get_template(template).render(
-            nav=nav, here=here, csrf=self.csrf, reviewer=self.reviewer, poll_ms=self.poll_ms, base=self.base,
-            project=self.project, **values,
-        )  # fmt: skip
-
-    def page(self, request: Request, template: str, http_status: int = 200, **values: Any) -> Response:
-        """``template`` rendered as a full page (or a fragment: templates decide)."""
-        from starlette.responses import HTMLResponse
-
-        body = self.render(template, request.url.path, **values)
-        return HTMLResponse(body, status_code=http_status, headers={"cache-control": "no-store"})
 
 
 def _status_for(error: MemoryRouterError) -> int:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from memrouter.ui.app import UiContext
+    from memrouter.ui.context import UiContext
 
 __all__ = ["CHECK_SECONDS", "MAX_STREAMS", "REFRESH_SECONDS", "TeamWatch", "message", "team_events"]
 

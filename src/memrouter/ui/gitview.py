@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memrouter.index.recordtime import git_head, git_top
+from memrouter.index.sqlite.recordtime import git_head, git_top
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from starlette.requests import Request
     from starlette.responses import Response
 
-    from memrouter.ui.app import UiContext
+    from memrouter.ui.context import UiContext
 
 __all__ = ["board_fragment", "health", "team", "team_live", "timeline"]
 

@@ -63,12 +63,14 @@ from memrouter.core.errors import (
     NotFound,
 )
 from memrouter.external.backends.base import ExternalHit, MemoryDraft, RemoteMemory
+from memrouter.external.backends.forgetful_limits import CONTENT_LIMIT, CONTEXT_LIMIT, LIST_LIMIT, TITLE_LIMIT
 from memrouter.external.backends.health import DEFAULT_TTL_S, HealthCheck, host_port
 from memrouter.external.backends.split import split_content
 from memrouter.store.parse import content_hash
 
 if TYPE_CHECKING:
     from memrouter.external.backends._mcp import McpSession
+
 
 __all__ = [
     "CONTENT_LIMIT",
@@ -80,10 +82,6 @@ __all__ = [
     "split_content",
 ]
 
-TITLE_LIMIT = 200
-CONTENT_LIMIT = 2000
-CONTEXT_LIMIT = 500
-LIST_LIMIT = 10
 MAX_K = 20
 
 EXECUTE_TOOL = "execute_forgetful_tool"

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from memrouter.core.errors import BackendContractError
 from memrouter.external.backends.base import RemoteMemory
-from memrouter.external.backends.forgetful import CONTENT_LIMIT, CONTEXT_LIMIT, LIST_LIMIT, TITLE_LIMIT
+from memrouter.external.backends.forgetful_limits import CONTENT_LIMIT, CONTEXT_LIMIT, LIST_LIMIT, TITLE_LIMIT
 
 __all__ = [
     "REPLY_MODELS",

@@ -8,7 +8,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from memrouter.core.errors import InvalidInput
-from memrouter.index.graph.read import GraphView, Node
+from memrouter.index.graph.view import GraphView, Node
 
 __all__ = ["EXPORT_FORMATS", "export", "stats"]
 

@@ -42,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memrouter.index.postgres.scope import ProjectScope
 
-__all__ = ["EXACT_PASS_POSTINGS", "IMPACT", "POSTINGS_CAP", "impact", "search"]
+__all__ = ["EXACT_PASS_POSTINGS", "POSTINGS_CAP", "search"]
 
 # Postings read per query word, best impact first (see the module docstring).
 POSTINGS_CAP = 2000
@@ -50,8 +50,6 @@ POSTINGS_CAP = 2000
 # million chunks (``bench_pg_scale.py``): 5,000 keeps p95 at 45 ms; 20,000 made p95 198 ms and no limit
 # 258 ms, more than reading every posting in one pass (164-201 ms).
 EXACT_PASS_POSTINGS = 5_000
-# A posting's impact: its saturated, length-normalised term frequency against the mean length ``ref``.
-IMPACT = f"{{tf}} / ({{tf}} + {K1} * (1 - {B} + {B} * {{length}} / {{ref}}))"
 
 _STATISTICS = """
 WITH st AS (SELECT s.memories::float8 AS n, s.avgdl FROM {project} s),
@@ -75,11 +73,6 @@ SELECT m.name, s.score, (SELECT max(df) FROM q) AS most FROM scored s JOIN {memo
 WHERE true{where}
 ORDER BY s.score DESC, m.name LIMIT %(limit)s
 """
-
-
-def impact(tf: float, length: float, reference: float) -> float:
-    """``IMPACT`` in Python, for the rows a push copies."""
-    return tf / (tf + K1 * (1 - B + B * length / reference))
 
 
 def _statement(*, pruned: bool, lend: bool) -> str:

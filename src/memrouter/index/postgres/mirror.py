@@ -1,7 +1,7 @@
 """Bringing a project's PostgreSQL rows in step with its local index (which is in step with its files).
 
 The local SQLite index already parses, hashes, embeds and links the files
-(``memrouter.index.sqlite.refresh``, ``memrouter.index.sqlite.dense``, ``memrouter.index.graph.store``);
+(``memrouter.index.sqlite.refresh``, ``memrouter.index.sqlite.dense``, ``memrouter.index.sqlite.graph``);
 ``push`` copies what changed: a memory whose content hash or set of embedded
 models differs is replaced (row with its graph keys and edges, postings,
 chunks), one the files no longer hold is dropped. The

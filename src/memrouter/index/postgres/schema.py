@@ -7,7 +7,7 @@ statement, and the views of ``schema_team`` to every team channel statement.
 
 from __future__ import annotations
 
-from memrouter.index.postgres.bm25 import IMPACT
+from memrouter.index.postgres.impact import IMPACT
 from memrouter.index.postgres.schema_team import TEAM_SQL
 
 TYPE_CHECKING = False
@@ -160,7 +160,7 @@ CREATE TABLE sync_remote (
 CREATE INDEX sync_remote_name ON sync_remote (project, backend, name);
 """
 
-# The knowledge graph (``memrouter.index.graph.read``): each memory's keys and edges, as the local index's
+# The knowledge graph (``memrouter.index.graph.view``): each memory's keys and edges, as the local index's
 # ``graph_rows`` holds them (JSON text), copied by each push; NULL until a push sets them, and the cleared
 # marks make the next search push, so a database migrated with rows in it gets them at once. Each push
 # asks for the rows still without them (``Writer.graphless``): a partial index answers that at no cost

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from memrouter.core.errors import InvalidInput
-from memrouter.index.postgres.bm25 import IMPACT, impact
 from memrouter.index.postgres.connect import Database
+from memrouter.index.postgres.impact import IMPACT, impact
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -168,7 +168,7 @@ class PgIndex:
 
     def graph_rows(self) -> list[tuple[str, str | None, str | None, str, str]]:
         """(name, valid_from, valid_until, keys, edges) of every memory the graph shows (none pending review),
-        the keys and edges as ``memrouter.index.graph.store`` encodes them."""
+        the keys and edges as ``memrouter.index.sqlite.graph`` encodes them."""
         rows = self.scope.rows(
             "SELECT name, valid_from, valid_until, coalesce(graph_keys, '{{}}') AS keys, "
             "coalesce(graph_edges, '[]') AS edges FROM {memories} m WHERE m.status != %(pending)s ORDER BY m.name",

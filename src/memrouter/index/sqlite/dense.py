@@ -7,7 +7,7 @@ needs (re-)embedding when it has no chunks for its current hash and the
 current model, so refresh only embeds what changed. Vectors of another model
 are never searched: they wait for ``memrouter index --reembed``. With
 ``tokens`` on (``[search] rerank``), each chunk's word-piece vectors are
-stored beside it from the same forward pass (``memrouter.index.sqlite.rerank``).
+stored beside it from the same forward pass (``memrouter.index.sqlite.token_vectors``).
 
 For search, the current vectors are gathered once per index generation into
 one matrix, kept as a memory-mapped ``.npy`` file beside the index (a new
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from memrouter.embed import Embedder
     from memrouter.index.folders import FolderContext
-    from memrouter.index.sqlite.rerank import TokenFilter
+    from memrouter.index.sqlite.token_vectors import TokenFilter
 
 __all__ = ["DenseIndex", "DenseStatus", "Embedded", "PendingWork"]
 
@@ -120,7 +120,7 @@ class DenseIndex:
     def token_filter(self) -> TokenFilter:
         """Which word pieces count in late interaction (built from the model's vocabulary once)."""
         if self._token_filter is None:
-            from memrouter.index.sqlite.rerank import TokenFilter
+            from memrouter.index.sqlite.token_vectors import TokenFilter
 
             self._token_filter = TokenFilter.of(self._token_embedder().vocabulary())
         return self._token_filter
@@ -269,7 +269,7 @@ class DenseIndex:
         import numpy as np
 
         from memrouter.embed import batches_by_length
-        from memrouter.index.sqlite.rerank import pack
+        from memrouter.index.sqlite.token_vectors import pack
 
         vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
         packed = [b""] * len(texts)

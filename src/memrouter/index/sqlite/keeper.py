@@ -37,9 +37,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
 
-    from memrouter.index.graph.read import GraphIndex
+    from memrouter.index.graph.view import GraphView
     from memrouter.index.sqlite.background import BackgroundEmbedder
     from memrouter.index.sqlite.dense import DenseIndex
+    from memrouter.index.sqlite.graph import GraphCache
     from memrouter.store.watch import ChangeWatcher
 
     T = TypeVar("T")
@@ -93,7 +94,7 @@ class IndexKeeper:
         # Dense retrieval loads on first use (see ``dense``), never for lexical search.
         self._dense: DenseIndex | None = None
         self._dense_checked: str | None = None
-        self._graph: GraphIndex | None = None
+        self._graph: GraphCache | None = None
         self._background: BackgroundEmbedder | None = None
         self._closed = False
         # Guards starting and stopping the background thread; ``_closing``: a close began (none may start).
@@ -118,15 +119,15 @@ class IndexKeeper:
                 self._dense = DenseIndex(cache, self.embedder_name, tokens=self.tokens)
             return self._dense
 
-    @property
-    def graph(self) -> GraphIndex:
-        """The knowledge graph's reader, imported on first use (lexical search never needs it)."""
+    def graph_view(self) -> GraphView:
+        """The knowledge graph of this index generation (read once per generation; lexical search never
+        loads the graph modules)."""
         with self._lock:
             if self._graph is None:
-                from memrouter.index.graph.read import GraphIndex
+                from memrouter.index.sqlite.graph import GraphCache
 
-                self._graph = GraphIndex()
-            return self._graph
+                self._graph = GraphCache()
+            return self._graph.view(self.conn)
 
     def start_background_embedding(self) -> None:
         """Embed pending memories in a background thread from now on (``memrouter.index.sqlite.background``)."""

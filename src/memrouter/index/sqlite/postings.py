@@ -81,7 +81,7 @@ class PendingRows:
 class PostingsWriter:
     """Collects postings changes inside one transaction; ``flush`` writes them.
 
-    ``pending`` holds other collected rows by name (``memrouter.index.graph.store``
+    ``pending`` holds other collected rows by name (``memrouter.index.sqlite.graph``
     puts the graph's there), flushed with the postings and dropped with a memory.
     """
 

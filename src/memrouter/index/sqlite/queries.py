@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "brief_rows", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "long_term_twins",
+    "brief_rows", "channels_in_use", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "long_term_twins",
     "names_of", "pinned_names", "problems", "summaries", "validity_rows",
 ]  # fmt: skip
 
@@ -176,3 +176,8 @@ def consolidation_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
         "name IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL) AS linked "
         "FROM memories ORDER BY name"
     ).fetchall()
+
+
+def channels_in_use(conn: sqlite3.Connection) -> set[str]:
+    """The channels the indexed memories are in."""
+    return {row[0] for row in conn.execute("SELECT DISTINCT channel FROM memories")}

@@ -19,7 +19,6 @@ from memrouter.core.model import Memory
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.lexical import document_terms
 from memrouter.index.sqlite.postings import PostingsWriter
-from memrouter.index.sqlite.schema import iter_memory_rows
 from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore, read_regular
 
 __all__ = [
@@ -90,7 +89,7 @@ def rebuild_postings(conn: sqlite3.Connection) -> int:
     conn.execute("DELETE FROM terms")
     writer = PostingsWriter()
     count = 0
-    for row in iter_memory_rows(conn):
+    for row in conn.execute("SELECT id, name, title, tags, body FROM memories ORDER BY id"):
         memory = Memory(
             name=row["name"], path="", text="", hash="", body=row["body"], title=row["title"],
             tags=tuple(json.loads(row["tags"])),
@@ -161,7 +160,7 @@ def upsert_memory(conn: sqlite3.Connection, writer: PostingsWriter, memory: Memo
         [(memory_id, tag) for tag in memory.tags],
     )
     writer.add(memory_id, terms)
-    from memrouter.index.graph.store import write_graph  # only a changed memory needs it
+    from memrouter.index.sqlite.graph import write_graph  # only a changed memory needs it
 
     write_graph(writer, memory_id, memory)
     return memory_id

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from memrouter.core.model import Match
 from memrouter.index.fusion import Fused, Ranked
 from memrouter.index.series import neighbours
-from memrouter.index.text import STOP_WORDS
+from memrouter.index.sqlite.token_vectors import split_blob
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold search imports this module)
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memrouter.index.folders import FolderContext
-    from memrouter.index.sqlite.keeper import IndexKeeper
+    from memrouter.index.sqlite.dense import DenseIndex
 
 __all__ = [
     "CHUNKS_READ",
@@ -58,12 +58,9 @@ __all__ = [
     "SHARES",
     "Shares",
     "TIME_SHARE",
-    "TokenFilter",
     "late_interaction",
-    "pack",
     "read_again",
     "rescored",
-    "unpack",
 ]
 
 # How many fused candidates are read again, and the shares of the second stage's score (see the module's
@@ -77,58 +74,6 @@ NEIGHBOUR_SHARE = 0.5
 TIME_SHARE = 0.2
 # A memory is read in its chunks most similar to the query by their dense vectors, at most this many.
 CHUNKS_READ = 4
-
-
-@dataclass(frozen=True, slots=True)
-class TokenFilter:
-    """Which word pieces of a vocabulary count in late interaction (not stop words, not punctuation)."""
-
-    skipped: frozenset[int]
-
-    @classmethod
-    def of(cls, vocabulary: dict[str, int]) -> TokenFilter:
-        return cls(
-            frozenset(
-                index for piece, index in vocabulary.items()
-                if piece in STOP_WORDS or (len(piece) == 1 and not piece.isalnum()) or piece.startswith("[")
-            )
-        )  # fmt: skip
-
-    def kept(self, ids: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """A mask over ``ids``: True where the piece counts."""
-        import numpy as np
-
-        return np.fromiter((int(i) not in self.skipped for i in ids), dtype=bool, count=len(ids))
-
-
-def pack(vectors: NDArray[np.float32]) -> bytes:
-    """Token vectors (tokens, dimension) as int8 rows, each with its own float32 scale after them."""
-    import numpy as np
-
-    scale = np.abs(vectors).max(axis=1) / 127.0 if len(vectors) else np.zeros(0, dtype=np.float32)
-    scale = np.maximum(scale, 1e-12).astype(np.float32)
-    quantized = np.round(vectors / scale[:, None]).astype(np.int8)
-    packed: bytes = quantized.tobytes() + scale.astype("<f4").tobytes()
-    return packed
-
-
-def unpack(blob: bytes, dimension: int) -> NDArray[np.float32]:
-    """``pack``'s rows back as float32 (tokens, dimension)."""
-    import numpy as np
-
-    quantized, scale = _parts(blob, dimension)
-    count = len(scale) // 4
-    rows = np.frombuffer(quantized, dtype=np.int8).reshape(count, dimension).astype(np.float32)
-    result: NDArray[np.float32] = rows * np.frombuffer(scale, dtype="<f4")[:, None]
-    return result
-
-
-def _parts(blob: bytes, dimension: int) -> tuple[bytes, bytes]:
-    """A packed blob's int8 rows and its scales, as bytes (``ValueError`` for a blob of another shape)."""
-    count = len(blob) // (dimension + 4)
-    if count * (dimension + 4) != len(blob):
-        raise ValueError(f"a token blob of {len(blob)} bytes does not hold {dimension}-d rows")
-    return blob[: count * dimension], blob[count * dimension :]
 
 
 def late_interaction(
@@ -160,7 +105,7 @@ def late_interaction(
     if not rows:
         return {}
     # One int8 matrix of every chunk's pieces: its similarity to the query is scaled per piece afterwards.
-    parts = [_parts(blob, dimension) for _, blob in rows]
+    parts = [split_blob(blob, dimension) for _, blob in rows]
     pieces = np.frombuffer(b"".join(quantized for quantized, _ in parts), np.int8)
     scales = np.frombuffer(b"".join(scale for _, scale in parts), "<f4")
     similarity = query @ pieces.reshape(-1, dimension).astype(np.float32).T
@@ -262,7 +207,9 @@ def rescored(
 
 
 def read_again(
-    keeper: IndexKeeper,
+    conn: sqlite3.Connection,
+    dense: DenseIndex,
+    folders: FolderContext,
     query: str,
     fused: list[Fused],
     lexical: Sequence[Ranked],
@@ -273,8 +220,6 @@ def read_again(
     numbered series (those ``passing`` the search's filters), each memory's ``Reading``, and the neighbours
     of each (for ``rescored``). ``lexical`` is the lexical retriever's list (empty in semantic mode);
     ``window`` holds the memories a time phrase's boost lifts."""
-    conn, dense = keeper.conn, keeper.dense
-    folders = keeper.lexical.folders(conn)
     head = [item.memory_id for item in fused[:DEPTH]]
     near = neighbours(conn, head, passing)
     read = list(dict.fromkeys([*head, *(n for ids in near.values() for n in ids)]))

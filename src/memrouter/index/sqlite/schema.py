@@ -16,7 +16,7 @@ from memrouter.index.sqlite.connection import enable_wal, transaction
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
 __all__ = [
     "APPLICATION_ID",
@@ -25,7 +25,6 @@ __all__ = [
     "Migration",
     "check",
     "integrity_problems",
-    "iter_memory_rows",
     "migrate",
     "schema_damaged",
 ]
@@ -184,7 +183,7 @@ CREATE INDEX graph_keys_memory ON graph_keys(memory_id);
 UPDATE memories SET mtime_ns = -1, hash = '';
 """
 MIGRATIONS.append(Migration("0200_knowledge_graph", _GRAPH))
-# The graph is read whole into memory (memrouter.index.graph.read.GraphView): the
+# The graph is read whole into memory (memrouter.index.graph.view.GraphView): the
 # index on edge targets that 0200 once made only slowed every write.
 MIGRATIONS.append(Migration("0201_graph_edges_unindexed_targets", "DROP INDEX IF EXISTS graph_edges_target;"))
 # One row per memory, its keys and edges as JSON: a full build writes 1,026 rows
@@ -201,7 +200,7 @@ UPDATE memories SET mtime_ns = -1, hash = '';
 """
 MIGRATIONS.append(Migration("0202_graph_rows", _GRAPH_ROWS))
 
-# Record time from git (memrouter.index.recordtime): each memory's commit times, read at meta 'record_head'.
+# Record time from git (memrouter.index.sqlite.recordtime): each memory's commit times, read at meta 'record_head'.
 _RECORD_TIMES = """
 CREATE TABLE record_times (
     name TEXT PRIMARY KEY,
@@ -306,8 +305,3 @@ def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     """``PRAGMA integrity_check``'s findings (empty when the file is sound)."""
     rows = [str(row[0]) for row in conn.execute("PRAGMA integrity_check(20)")]
     return [] if rows == ["ok"] else rows
-
-
-def iter_memory_rows(conn: sqlite3.Connection) -> Iterator[sqlite3.Row]:
-    """Every memory row with the fields lexical terms are made from."""
-    yield from conn.execute("SELECT id, name, title, tags, body FROM memories ORDER BY id")

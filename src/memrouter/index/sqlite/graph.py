@@ -1,33 +1,31 @@
-"""Write the graph rows of the memories a write transaction changes.
+"""The knowledge graph in the local index: each memory's keys and edges written with it, and read whole.
 
 ``refresh.upsert_memory`` calls ``write_graph`` for every memory it writes:
 the memory is collected in ``GraphRows``, its keys and edges are extracted
 with the next batch of collected memories, and each becomes one
-``graph_rows`` row (both as JSON) written when the transaction's writer
-flushes (one ``executemany``; an updated memory's row is replaced).
-Extracting a batch at a time, not between memories, keeps a full build's
-lexical work and its graph work each on a warm CPU cache: interleaved, the
-two slowed each other by about a third.
+``graph_rows`` row (both as JSON, ``memrouter.index.graph.codec``) written
+when the transaction's writer flushes (one ``executemany``; an updated
+memory's row is replaced). Extracting a batch at a time, not between
+memories, keeps a full build's lexical work and its graph work each on a
+warm CPU cache: interleaved, the two slowed each other by about a third.
 Deleting a memory row deletes its graph row (the foreign key cascades) and
 drops its collected memory. Only the changed memory's row is touched:
 references to it from other memories are resolved when read (edges point at
-keys, not rows).
+keys, not rows). ``GraphCache`` reads the whole graph once per index
+generation, so a warm traversal never touches SQLite.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
-from memrouter.core.model import Memory
+from memrouter.core.model import PENDING, Memory
+from memrouter.index.graph.codec import encode
 from memrouter.index.graph.extract import extract
+from memrouter.index.graph.view import GraphView
 from memrouter.index.sqlite.postings import PendingRows, PostingsWriter
 
-__all__ = ["GraphRows", "decode_edges", "decode_keys", "write_graph"]
-
-# One edge as stored: (type, target key, label, line, detail).
-EdgeRow = tuple[str, str, str, int, str | None]
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+__all__ = ["GraphCache", "GraphRows", "read_graph", "write_graph"]
 
 
 class GraphRows(PendingRows):
@@ -62,7 +60,7 @@ class GraphRows(PendingRows):
     def _extract(self) -> None:
         for memory_id, memory in self._memories.items():
             found = extract(memory)
-            self._rows[memory_id] = (_ENCODE(found.keys), _ENCODE(found.edges))  # a RawEdge is a tuple: a JSON array
+            self._rows[memory_id] = (encode(found.keys), encode(found.edges))  # a RawEdge is a tuple: a JSON array
         self._memories.clear()
 
 
@@ -74,12 +72,25 @@ def write_graph(writer: PostingsWriter, memory_id: int, memory: Memory) -> None:
     rows.put(memory_id, memory)
 
 
-def decode_keys(text: str) -> dict[str, str]:
-    """A ``graph_rows.keys`` value: key -> label."""
-    keys: dict[str, str] = json.loads(text)
-    return keys
+def read_graph(conn: sqlite3.Connection) -> GraphView:
+    """The graph of the local index ``conn`` (memories pending review left out)."""
+    return GraphView(
+        conn.execute("SELECT id, name, valid_from, valid_until FROM memories WHERE status != ?", (PENDING,)),
+        conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"),
+    )
 
 
-def decode_edges(text: str) -> list[EdgeRow]:
-    """A ``graph_rows.edges`` value: (type, target key, label, line, detail) per edge, in the memory's order."""
-    return [tuple(edge) for edge in json.loads(text)]
+class GraphCache:
+    """The local index's graph, read again only when the index generation changes."""
+
+    def __init__(self) -> None:
+        self._view: GraphView | None = None
+        self._generation: str | None = None
+
+    def view(self, conn: sqlite3.Connection) -> GraphView:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else ""
+        if self._view is None or generation != self._generation:
+            self._view = read_graph(conn)
+            self._generation = generation
+        return self._view

@@ -10,7 +10,7 @@ history was rewritten, which reads it all again. ``HEAD`` is read from the
 files under ``.git`` (no subprocess), so checking costs microseconds.
 
 A file never committed has no row: its file time stands in (see
-``memrouter.index.activity``).
+``memrouter.index.sqlite.activity``).
 """
 
 from __future__ import annotations

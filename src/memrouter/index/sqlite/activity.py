@@ -1,7 +1,7 @@
 """When each memory was written or changed, for time words in queries and recency.
 
 A memory's activity times are its commit times from git
-(``memrouter.index.recordtime``), plus the ``created``/``updated`` its front matter
+(``memrouter.index.sqlite.recordtime``), plus the ``created``/``updated`` its front matter
 states; a file with neither (never committed, no dates) has its file time.
 "Last month" selects the memories with any activity time in that month;
 recency decays a hit by the age of its latest activity.
@@ -58,7 +58,7 @@ class ActivityTimes:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Read the commits ``HEAD`` gained since the last look (a few file reads when it has not moved)."""
-        from memrouter.index.recordtime import git_top, refresh_record_times
+        from memrouter.index.sqlite.recordtime import git_top, refresh_record_times
 
         if self._top is False:
             self._top = git_top(self.root)
@@ -185,7 +185,7 @@ class ActivityTimes:
             return memory
         from dataclasses import replace
 
-        from memrouter.index.recordtime import record_times
+        from memrouter.index.sqlite.recordtime import record_times
 
         self.refresh(conn)
         found = record_times(conn, [memory.name]).get(memory.name)

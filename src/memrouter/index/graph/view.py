@@ -1,35 +1,27 @@
-"""The knowledge graph, read: a per-generation view, traversal, and the graph retriever.
+"""The knowledge graph as a view: nodes, typed edges and traversal, whatever store it was read from.
 
 A node is a memory row id (``int``) or an entity key (``str``, such as
 ``adr:12``; see ``memrouter.index.graph.extract``). An edge written in memory
 M to key K links M to every memory holding K (other than M), or to the entity
 node K when none does; a memory is also reached from every edge that names
-one of its keys. The view is loaded once per index generation, so a warm
-traversal never touches SQLite.
-
-The retriever (``GraphIndex.search``) recognises keys in the query (mentions,
-names, aliases, normalised), seeds the memories holding them and the
-memories that reference them, then follows typed edges 1-2 hops with decay;
-a hub (a key named by many memories) spreads less. It also takes the best
-hits of the lexical list and walks one hop from each (the memories it links
-to and that link to it), so that a memory only a link leads to is found.
+one of its keys. The local index reads its view once per generation
+(``memrouter.index.sqlite.graph``); PostgreSQL from its rows
+(``memrouter.index.postgres.reader``); the retriever walks either
+(``memrouter.index.graph.retrieve``).
 """
 
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from memrouter.core.model import PENDING, Filters, Relation
-from memrouter.index.fusion import Ranked
+from memrouter.core.model import Relation
+from memrouter.index.graph.codec import decode_edges, decode_keys
 from memrouter.index.graph.extract import key_label, query_keys, word_runs
-from memrouter.index.graph.store import decode_edges, decode_keys
-from memrouter.index.sqlite.lexical import Allowed, filter_sql
 
-__all__ = ["Edge", "GraphIndex", "GraphView", "Node", "Step"]
+__all__ = ["Edge", "GraphView", "Node", "Step"]
 
 Node = int | str
 # Each hop multiplies the score by this, times the edge type's weight.
@@ -37,11 +29,6 @@ HOP_DECAY = 0.5
 TYPE_WEIGHTS = {"supersedes": 1.0, "superseded_by": 1.0, "depends_on": 1.0, "implements": 1.0, "links_to": 0.9,
                 "relates_to": 0.8, "names": 1.0, "mentions": 0.6, "about_code": 0.5}  # fmt: skip
 MAX_VISITED = 5000
-# The retriever also walks one hop from the best HIT_SEEDS of another retriever's list, the hit at rank r
-# seeding HIT_WEIGHT / r, and at most FAN_OUT hops from any node.
-HIT_SEEDS = 5
-HIT_WEIGHT = 1.0
-FAN_OUT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,14 +98,6 @@ class GraphView:
         # one of _adjacent's, kept beside it).
         self._labels: dict[Node, str] = {}
         self._relations: dict[int, tuple[Step, Relation]] = {}
-
-    @classmethod
-    def local(cls, conn: sqlite3.Connection) -> GraphView:
-        """The graph of the local index ``conn``."""
-        return cls(
-            conn.execute("SELECT id, name, valid_from, valid_until FROM memories WHERE status != ?", (PENDING,)),
-            conn.execute("SELECT memory_id, keys, edges FROM graph_rows ORDER BY memory_id"),
-        )
 
     # -- nodes -------------------------------------------------------------
     def knows(self, key: str) -> bool:
@@ -280,94 +259,3 @@ class GraphView:
             parts.append(f"-{step.type}->" if step.forward else f"<-{step.type}-")
             parts.append(self.label(step.target))
         return " ".join(parts)
-
-
-class GraphIndex:
-    """The graph view of one index, reloaded when the index generation changes."""
-
-    def __init__(self) -> None:
-        self._generation: str | None = None
-        self._view: GraphView | None = None
-
-    def view(self, conn: sqlite3.Connection) -> GraphView:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        generation = row[0] if row else ""
-        if self._view is None or generation != self._generation:
-            self._view = GraphView.local(conn)
-            self._generation = generation
-        return self._view
-
-    def search(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        filters: Filters,
-        limit: int = 50,
-        passing: Allowed | None = None,
-        hits: Sequence[Ranked] = (),
-        view: GraphView | None = None,
-    ) -> list[Ranked]:
-        """Memories reached from the entities ``query`` names and, one hop on, from its best ``hits`` (another
-        retriever's list, best first: the memories they link to and that link to them); ``detail`` shows the path.
-
-        ``view``: the graph to walk, its memories numbered as in ``conn`` (default: ``conn``'s own graph);
-        a memory it holds that ``conn`` lacks (a negative number) is never a result."""
-        view = view if view is not None else self.view(conn)
-        best: dict[int, tuple[float, tuple[Step, ...]]] = {}
-        seeds = [key for key in query_keys(query, view.vocabulary) if view.knows(key)]
-
-        def offer(memory: int, score: float, path: tuple[Step, ...]) -> None:
-            if memory < 0:
-                return
-            old = best.get(memory)
-            if old is None or score > old[0]:
-                best[memory] = (score, path or (old[1] if old else ()))  # a path says more than "a best hit"
-
-        for key in seeds[:20]:
-            for path, score in _paths(view, key):
-                if isinstance(path[-1].target, int):
-                    offer(path[-1].target, score, path)
-        seeded = [hit.memory_id for hit in hits[:HIT_SEEDS]]
-        for rank, memory in enumerate(seeded, 1):
-            offer(memory, HIT_WEIGHT / rank, ())  # kept in their order, ahead of what they lead to
-            steps = view.adjacent(memory)
-            spread = HIT_WEIGHT / rank / max(1.0, math.log2(1 + len(steps)))  # a hub spreads less
-            for step in steps[:FAN_OUT]:
-                if isinstance(step.target, int) and step.target not in seeded:
-                    offer(step.target, spread * view.hop_factor(step), (step,))
-        if not best:
-            return []
-        ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[0]))
-        if filters.restricts:  # validity too: a retired memory is no result here either
-            if passing is not None:
-                ids_in, timed_out = passing(conn, filters)
-            else:
-                where, params = filter_sql(filters)
-                ids_in = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
-                timed_out = set()
-            ranked = [item for item in ranked if item[0] in ids_in and item[0] not in timed_out]
-        return [
-            Ranked(mid, round(score, 6), "graph: " + (view.describe(path) if path else "a best hit"))
-            for mid, (score, path) in ranked[:limit]
-        ]
-
-
-def _paths(
-    view: GraphView, key: str, max_hops: int = 2, fan_out: int = FAN_OUT
-) -> Iterator[tuple[tuple[Step, ...], float]]:
-    """Paths from entity ``key``, each with its score: to the memories holding it (no hop, score 1), then up to
-    ``max_hops`` typed hops on, each multiplying the score by its ``GraphView.hop_factor``."""
-    frontier: list[tuple[tuple[Step, ...], float]] = [((step,), view.hop_factor(step)) for step in view.adjacent(key)]
-    for hops in range(max_hops + 1):
-        yield from frontier
-        if hops == max_hops:
-            return
-        following: list[tuple[tuple[Step, ...], float]] = []
-        for path, score in frontier[:200]:
-            node = path[-1].target
-            if not isinstance(node, int):
-                continue
-            for step in view.adjacent(node)[:fan_out]:
-                if step.target != path[0].source and all(step.target != s.target for s in path):
-                    following.append(((*path, step), score * view.hop_factor(step)))
-        frontier = following
