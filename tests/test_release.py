@@ -1,4 +1,4 @@
-"""What a release is made of: one version, and a wheel that runs on its own.
+"""What a release is made of: one version, a CHANGELOG section per version, a wheel that runs on its own.
 
 The wheel test builds the sdist and, from it, the wheel (``python -m build``
 without isolation: setuptools is a development tool) from a copy of the
@@ -29,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 from release import ROOT, build_dists, check_installed, check_sdist, check_wheel, new_venv, run, site_packages
 
 import memrouter
@@ -49,6 +50,17 @@ def test_the_version_is_written_once() -> None:
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "memrouter.__version__"}
     result = CliRunner().invoke(main, ["--version"], prog_name="memrouter")
     assert result.output == f"memrouter, version {memrouter.__version__}\n"
+
+
+def test_the_changelog_has_a_section_per_version() -> None:
+    headings = re.findall(r"^## (.*)$", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert headings[0] == "[Unreleased]", headings[:2]
+    released = [re.fullmatch(r"\[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}", heading) for heading in headings[1:]]
+    assert all(released), headings
+    versions = [Version(match[1]) for match in released if match]
+    assert versions == sorted(set(versions), reverse=True), "newest first, each once"
+    # The version in the package is the newest release's, or the one being prepared.
+    assert all(version <= Version(memrouter.__version__) for version in versions), versions
 
 
 @pytest.mark.slow
