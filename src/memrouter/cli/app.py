@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import click
 
+from memrouter import __version__
+
 from memrouter.cli import (
     channels,
     context,
@@ -43,7 +45,7 @@ __all__ = ["main"]
     envvar="MEMROUTER_INDEX_DIR",
     help="Where the index lives (default: <project>/.memrouter, or the user cache).",
 )
-@click.version_option(package_name="memrouter")
+@click.version_option(version=__version__)
 @click.pass_context
 def main(ctx: click.Context, root: str | None, index_dir: str | None) -> None:
     """memrouter: search and manage your project's memories, from one place."""
