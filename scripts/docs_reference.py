@@ -72,7 +72,7 @@ def cli_reference() -> str:
     parts = []
     for path, _ in commands():
         title = " ".join(("memrouter", *path))
-        parts.append(f"## {title}\n\n```text\n{command_help(path)}```\n")
+        parts.append(f"### {title}\n\n```text\n{command_help(path)}```\n")
     return "\n".join(parts)
 
 
@@ -115,7 +115,7 @@ def tool_section(tool: Any) -> str:
         effect = "Writes; destructive (removes or replaces what exists)."
     else:
         effect = "Writes."
-    lines = [f"### `{tool.name}`", "", tool.description or "", "", effect, ""]
+    lines = [f"#### `{tool.name}`", "", tool.description or "", "", effect, ""]
     schema = tool.input_schema
     required = set(schema.get("required", ()))
     properties = schema.get("properties", {})
@@ -145,6 +145,6 @@ def mcp_reference() -> str:
     ]
     for title, names in families:
         if names:
-            parts.append(f"## {title}\n")
+            parts.append(f"### {title}\n")
             parts += [tool_section(by_name[name]) for name in names]
     return "\n".join(parts)

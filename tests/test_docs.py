@@ -40,7 +40,7 @@ def test_generated_sections_are_current(page: str, monkeypatch: pytest.MonkeyPat
 
 def test_every_command_has_help_and_is_in_the_reference() -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
-    headings = set(re.findall(r"^## (memrouter.*)$", text, re.M))
+    headings = set(re.findall(r"^### (memrouter.*)$", text, re.M))
     found = list(docs_reference.commands())
     assert isinstance(docs_reference.CLI, click.Group) and len(found) > 50
     for path, command in found:
@@ -53,7 +53,7 @@ def test_every_mcp_tool_is_in_the_reference() -> None:
     text = (DOCS / "mcp.md").read_text(encoding="utf-8")
     for tool in docs_reference.listed_tools():
         assert tool.description, f"the MCP tool {tool.name} has no description"
-        assert f"### `{tool.name}`" in text, f"{tool.name} is not in docs/mcp.md: run `{REFRESH}`"
+        assert f"#### `{tool.name}`" in text, f"{tool.name} is not in docs/mcp.md: run `{REFRESH}`"
 
 
 def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
