@@ -23,6 +23,7 @@ import docs_reference
 import pytest
 from cogapp import Cog
 from docpages import DOCS, REPO
+from markdown.extensions.toc import slugify
 
 REFRESH = "make docs-refresh"
 GENERATED = ("docs/cli.md", "docs/mcp.md")
@@ -76,3 +77,16 @@ def test_a_page_left_out_of_the_nav_or_a_broken_link_fails_the_build(tmp_path: P
     done = build(tmp_path / "mkdocs.yml", tmp_path / "site")
     assert done.returncode != 0
     assert "stray.md" in done.stderr and "missing.md" in done.stderr
+
+
+def test_the_readmes_links_into_docs_resolve() -> None:
+    """The README is not part of the site, so its links are checked here: each file exists, each anchor is a heading."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#\s]+)(?:#([^)\s]+))?\)", text)
+    assert links
+    for target, anchor in links:
+        assert (REPO / target).is_file(), f"the README links to {target}, which does not exist"
+        if anchor:
+            page = (REPO / target).read_text(encoding="utf-8")
+            headings = {slugify(title, "-") for title in re.findall(r"^#+ (.+)$", page, re.M)}
+            assert anchor in headings, f"the README links to {target}#{anchor}, which is no heading there"
