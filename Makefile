@@ -13,7 +13,7 @@ LOCK := requirements/dev.lock
 UV_PKG := uv==0.13.9
 LOCK_INPUTS := --extra hnsw --extra postgres-test --group pyproject.toml:dev
 
-.PHONY: demo test test-postgres test-ui check bench install clean interop dist dist-check lock
+.PHONY: demo test test-postgres test-ui check docs docs-refresh bench install clean interop dist dist-check lock
 
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
@@ -75,6 +75,16 @@ check: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The documentation site (mkdocs.yml, docs/) into site/; --strict fails on a broken link or a page left out
+# of the nav. tests/test_docs.py runs the same build, so `make test` checks it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# Rewrite the generated parts of docs/cli.md and docs/mcp.md (scripts/docs_reference.py) from the code.
+DOCS_GENERATED := docs/cli.md docs/mcp.md
+docs-refresh: $(STAMP)
+	$(BIN)/cog -r -I scripts $(DOCS_GENERATED)
+
 # The real peers (Forgetful 0.6.0, Serena 2.1.0) in their own venvs under interop/.work.
 interop: $(STAMP)
 	bash interop/run.sh
@@ -96,4 +106,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
 
 clean:
-	rm -rf $(VENV) .memrouter dist
+	rm -rf $(VENV) .memrouter dist site

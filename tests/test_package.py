@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from docpages import README, pages
+
 import memrouter
 
 SRC = Path(memrouter.__file__).parent
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_public_api() -> None:
@@ -193,11 +194,22 @@ def test_lexical_search_does_not_import_heavy_modules(tmp_path: Path) -> None:
     assert "HEAVY []" in output, output
 
 
-def test_every_cli_command_is_in_the_readme() -> None:
+def test_every_cli_command_is_explained_in_the_docs() -> None:
+    """Beyond its generated reference (tests/test_docs.py), every command is named in the README or a guide page."""
     from memrouter.cli import main
 
-    text = README.read_text(encoding="utf-8")
+    guides = [page for page in pages() if page.name != "cli.md"]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in guides)
     for name in main.commands:
         assert re.search(rf"memrouter (\[[^\]]*\] )*{name}\b", text) or f"memrouter {name}" in text, name
+
+
+def test_the_readme_opens_with_the_two_commands_and_fits_on_a_screen() -> None:
+    text = README.read_text(encoding="utf-8")
     assert text.lstrip().startswith("# memrouter")
-    assert "make demo" in text.split("\n## ")[0] + text.split("\n## ")[1]
+    first = re.search(r"^```sh\n(.*?)^```", text, re.M | re.S)
+    assert first is not None and [line.split()[:2] for line in first.group(1).splitlines()] == [
+        ["make", "demo"],
+        ["make", "test"],
+    ]
+    assert len(text.splitlines()) <= 300

@@ -1,17 +1,18 @@
-"""The README's examples run against a temporary project, so the docs cannot rot.
+"""The examples of the README and of every page in docs/ run against a temporary project, so the docs cannot rot.
 
-Python blocks run as they are; the Quickstart's shell block runs in a new git
-repository; every other ``memrouter`` command line in a shell block is checked
-against the command's ``--help`` (servers are not started here: their tests
-start them); configuration blocks load without unknown keys; the JSON search
-example has the keys a hit really has.
+Python blocks run as they are; the quickstart's shell block (the one block
+starting ``cd your-project``, wherever it is) runs in a new git repository;
+every other ``memrouter`` command line in a shell block is checked against
+the command's ``--help`` (servers are not started here: their tests start
+them); configuration blocks load without unknown keys; the projects file
+example serves what it says; the JSON search example has the keys a hit
+really has.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -20,17 +21,13 @@ from pathlib import Path
 
 import click
 import pytest
+from docpages import Block, blocks
 from helpers import SAMPLE, write
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-# The first line of the README's example of a ``serve --projects`` file (not a memrouter.toml).
+# The first line of the example of a ``serve --projects`` file (not a memrouter.toml).
 PROJECTS_FILE = "# projects.toml"
+QUICKSTART = "cd your-project"
 BIN = Path(sys.executable).parent
-
-
-def blocks(language: str) -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    return [m.group(1) for m in re.finditer(rf"^```{language}\n(.*?)^```", text, re.M | re.S)]
 
 
 def project(base: Path) -> Path:
@@ -45,81 +42,106 @@ def env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
-def test_python_examples_run(tmp_path: Path) -> None:
-    found = blocks("python")
-    assert found
+def the_one(found: list[Block], what: str) -> Block:
+    assert len(found) == 1, f"expected one {what}, found {[str(block) for block in found]}"
+    return found[0]
+
+
+@pytest.mark.parametrize("block", blocks("python"), ids=str)
+def test_python_examples_run(block: Block, tmp_path: Path) -> None:
     folder = project(tmp_path)
-    for code in found:
-        done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, env=env())
-        assert done.returncode == 0, f"{code}\n{done.stderr}"
+    done = subprocess.run([sys.executable, "-c", block.text], cwd=folder, capture_output=True, text=True, env=env())
+    assert done.returncode == 0, f"{block}\n{block.text}\n{done.stderr}"
 
 
 def test_the_quickstart_runs(tmp_path: Path) -> None:
-    quickstart = next(block for block in blocks("sh") if block.startswith("cd your-project"))
+    quickstart = the_one([block for block in blocks("sh") if block.text.startswith(QUICKSTART)], "quickstart")
     (tmp_path / "your-project").mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path / "your-project")], check=True)
-    done = subprocess.run(["bash", "-e", "-c", quickstart], cwd=tmp_path, capture_output=True, text=True, env=env())
+    done = subprocess.run(
+        ["bash", "-e", "-c", quickstart.text], cwd=tmp_path, capture_output=True, text=True, env=env()
+    )
     assert done.returncode == 0, done.stderr
     assert "conventions/commit-messages" in done.stdout and "imperative mood" in done.stdout
 
 
-def command_lines() -> list[list[str]]:
+def command_lines() -> list[tuple[str, list[str]]]:
+    """Each ``memrouter`` command line of a shell block, with the block it is in."""
     lines = []
     for block in blocks("sh"):
-        for line in block.splitlines():
+        for line in block.text.splitlines():
             line = line.split("  #")[0].strip()
             words = shlex.split(line, comments=True) if line.count('"') % 2 == 0 else []
             while words and "=" in words[0] and not words[0].startswith("-"):
                 words = words[1:]  # VAR=value prefixes
             if words[:1] == ["memrouter"]:
-                lines.append(words)
+                lines.append((str(block), words))
     return lines
 
 
-@pytest.mark.parametrize("words", command_lines(), ids=lambda words: " ".join(words[:3]))
-def test_every_command_line_uses_real_options(words: list[str]) -> None:
+def options_by_command(words: list[str]) -> dict[tuple[str, ...], list[str]]:
+    """Each ``--option`` of a command line, under the command it belongs to (``--root`` under ``memrouter`` itself)."""
     from memrouter.cli import main
 
-    command: list[str] = []
+    found: dict[tuple[str, ...], list[str]] = {(): []}
+    command: tuple[str, ...] = ()
     group: click.Command = main
-    for word in (word for word in words[1:] if not word.startswith("-")):
-        if not isinstance(group, click.Group) or word not in group.commands:
-            break  # an argument: the options belong to the command reached so far
-        command.append(word)
-        group = group.commands[word]
-    done = subprocess.run([str(BIN / "memrouter"), *command, "--help"], capture_output=True, text=True, env=env())
-    assert done.returncode == 0, done.stderr
-    for option in (word.split("=")[0] for word in words if word.startswith("--")):
-        assert option in done.stdout or option == "--help", f"{option} is not an option of memrouter {command}"
+    rest = iter(words[1:])
+    for word in rest:
+        if word.startswith("--"):
+            found[command].append(word.split("=")[0])
+            option = next((p for p in group.params if word.split("=")[0] in getattr(p, "opts", ())), None)
+            if isinstance(option, click.Option) and not option.is_flag and "=" not in word:
+                next(rest, None)  # its value, which is no command
+        elif isinstance(group, click.Group) and word in group.commands:
+            command, group = (*command, word), group.commands[word]
+            found[command] = []
+        elif not word.startswith("-"):
+            break  # an argument: what follows belongs to the command reached so far
+    found[command] += [word.split("=")[0] for word in rest if word.startswith("--")]
+    return found
 
 
-def test_configuration_examples_load(tmp_path: Path) -> None:
-    from memrouter.config.settings import Config
+@pytest.mark.parametrize(
+    ("where", "words"), command_lines(), ids=lambda x: x if isinstance(x, str) else " ".join(x[:3])
+)
+def test_every_command_line_uses_real_options(where: str, words: list[str]) -> None:
+    found = options_by_command(words)
+    deepest = max(found, key=len)
+    for command, options in found.items():
+        if not options and command != deepest:
+            continue
+        done = subprocess.run([str(BIN / "memrouter"), *command, "--help"], capture_output=True, text=True, env=env())
+        assert done.returncode == 0, done.stderr
+        for option in options:
+            assert option in done.stdout, f"{where}: {option} is not an option of memrouter {' '.join(command)}"
+
+
+@pytest.mark.parametrize("block", [b for b in blocks("toml") if not b.text.startswith(PROJECTS_FILE)], ids=str)
+def test_configuration_examples_load(block: Block, tmp_path: Path) -> None:
     from memrouter.external.backends.configured import backend_settings
     from memrouter.external.backends.forgetful import ForgetfulConfig
     from memrouter.external.backends.graphiti import GraphitiConfig
+    from memrouter.config.settings import Config
 
-    examples = [block for block in blocks("toml") if not block.startswith(PROJECTS_FILE)]
-    assert examples
-    for text in examples:
-        folder = project(tmp_path / str(len(text)))
-        (folder / "memrouter.toml").write_text(text, encoding="utf-8")
-        config = Config.load(cwd=folder, env={})
-        assert config.unknown_keys == ()
-        for name, section in config.backends.items():
-            kind, options, _ = backend_settings(name, section)
-            if kind == "graphiti":
-                GraphitiConfig.from_mapping(options)
-            else:
-                ForgetfulConfig.from_mapping({"name": name, **section})
-        tomllib.loads(text)
+    folder = project(tmp_path)
+    (folder / "memrouter.toml").write_text(block.text, encoding="utf-8")
+    config = Config.load(cwd=folder, env={})
+    assert config.unknown_keys == ()
+    for name, section in config.backends.items():
+        kind, options, _ = backend_settings(name, section)
+        if kind == "graphiti":
+            GraphitiConfig.from_mapping(options)
+        else:
+            ForgetfulConfig.from_mapping({"name": name, **section})
+    tomllib.loads(block.text)
 
 
 def test_the_projects_file_example_loads(tmp_path: Path) -> None:
     from memrouter.config.projects import load_projects
 
-    example = next(block for block in blocks("toml") if block.startswith(PROJECTS_FILE))
-    (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
+    example = the_one([b for b in blocks("toml") if b.text.startswith(PROJECTS_FILE)], "projects file")
+    (tmp_path / "projects.toml").write_text(example.text, encoding="utf-8")
     for name in ("payments-service", "checkout-web"):
         project(tmp_path / "repos").rename(tmp_path / name)
     tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret",
@@ -139,7 +161,7 @@ def test_the_projects_file_example_loads(tmp_path: Path) -> None:
 def test_the_json_search_example_has_a_hits_keys(memories: Path, tmp_path: Path) -> None:
     from memrouter import Router
 
-    example = next(json.loads(block) for block in blocks("json") if '"results"' in block)
+    example = json.loads(the_one([b for b in blocks("json") if '"results"' in b.text], "search JSON example").text)
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         hit = router.search("postgres", mode="lexical")[0]
     assert set(example["results"][0]) == set(hit.to_dict())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from docpages import blocks
 from multiproject import ProjectsServer, check_tokens_and_projects, client, make_repository, projects_file, status_of
 
 pytestmark = pytest.mark.anyio
@@ -38,29 +39,24 @@ async def test_tokens_reach_only_their_projects_in_one_database(tmp_path: Path, 
     assert by_project["beta"] == by_project["alpha"] - {"ops/release-train"}
 
 
-def readme_projects_file() -> str:
-    """The README's example projects file ("Teams: one server, many repositories")."""
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    return next(
-        m.group(1)
-        for m in re.finditer(r"^```toml\n(.*?)^```", text, re.M | re.S)
-        if m.group(1).startswith("# projects.toml")
-    )
+def docs_projects_file() -> str:
+    """The docs' example projects file (docs/teams.md)."""
+    return next(block.text for block in blocks("toml") if block.text.startswith("# projects.toml"))
 
 
-async def test_the_readme_teams_walkthrough(tmp_path: Path, database_url: str) -> None:
-    """Index two repositories into one database, then serve them with the README's projects file and tokens."""
+async def test_the_docs_teams_walkthrough(tmp_path: Path, database_url: str) -> None:
+    """Index two repositories into one database, then serve them with the docs' projects file and tokens."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     for name in ("payments-service", "checkout-web"):
         folder = make_repository(tmp_path, name, name.replace("-", ""))
-        # the README's memrouter.toml: the repository's key, the one the projects file serves it under
+        # the docs' memrouter.toml: the repository's key, the one the projects file serves it under
         (folder / "memrouter.toml").write_text(f'[index]\nproject = "{name}"\n', encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "memrouter", "index", "--database", database_url], cwd=folder,
                               env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
     with psycopg.connect(database_url) as conn:
         assert {row[0] for row in conn.execute("SELECT project FROM projects")} == {"payments-service", "checkout-web"}
-    example = re.sub(r'^database = "[^"]*"', f'database = "{database_url}"', readme_projects_file(), flags=re.M)
+    example = re.sub(r'^database = "[^"]*"', f'database = "{database_url}"', docs_projects_file(), flags=re.M)
     (tmp_path / "projects.toml").write_text(example, encoding="utf-8")
     tokens = {"MEMROUTER_TOKEN_PAYMENTS": "payments-secret", "MEMROUTER_TOKEN_PLATFORM": "platform-secret",
               "MEMROUTER_TOKEN_REVIEW": "review-secret"}  # fmt: skip

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from docpages import blocks
 
 
 async def _call(client: Any, tool: str, **arguments: Any) -> Any:
@@ -70,20 +68,19 @@ async def test_mcp_team_tools_with_client_names_and_a_pinned_agent(memories: Pat
             assert done["id"] == workflow.id and done["workflow"]["state"] == "completed"
 
 
-def _readme_block() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Coordinating several agents", 1)[1]
-    found = re.search(r"^```sh\n(.*?)^```", section, re.M | re.S)
-    assert found
-    return found.group(1)
+def _docs_walkthrough() -> str:
+    """The docs' shell walkthrough of two agents, a task and a handoff."""
+    return next(block.text for block in blocks("sh") if block.text.startswith("memrouter team register alice"))
 
 
-def test_the_readme_example_runs_and_json_forms_carry_ids(tmp_path: Path) -> None:
+def test_the_docs_walkthrough_runs_and_json_forms_carry_ids(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-e", "-c", _readme_block()], cwd=project, capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        ["bash", "-e", "-c", _docs_walkthrough()], cwd=project, capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr
     memrouter = [sys.executable, "-m", "memrouter", "team"]
 
@@ -92,7 +89,7 @@ def test_the_readme_example_runs_and_json_forms_carry_ids(tmp_path: Path) -> Non
         assert result.returncode == code, result.stderr
         return json.loads(result.stdout) if result.stdout.strip() else None
 
-    assert run("task", "claim", "--agent", "alice") is None  # the README's queue is empty now
+    assert run("task", "claim", "--agent", "alice") is None  # the walkthrough's queue is empty now
     added = run("task", "add", "one more", "--priority", "1")
     assert run("task", "claim", "--agent", "alice")["id"] == added["id"]
     assert run("set", "k", "[1, 2]")["version"] == 1
