@@ -61,7 +61,7 @@ def test_a_memory_one_machine_synced_is_never_created_again_by_another(
         assert made.ok and len(made.created) == 6
         again = b.sync()[0]
         assert again.ok and again.created == [] and again.skipped == 6
-        assert state.load_records(b._conn, "forgetful") == {}  # nothing kept locally: the database holds it
+        assert state.load_records(b.workspace.conn, "forgetful") == {}  # nothing kept locally: the database holds it
 
         _both([first, second], "notes/added", "# Added\n\nA note both machines have after a pull.\n")
         assert a.sync()[0].created == ["notes/added"]

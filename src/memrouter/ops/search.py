@@ -101,9 +101,7 @@ def search(
         return ws.external().search_one(origin, query, limit, content)
 
     def canonical() -> builtins.list[Hit]:
-        ws.ensure_fresh()
-        if mode != "lexical":
-            ws.index.ensure_embedded()
+        ws.ensure_fresh(embedded=mode != "lexical")
         found = ws.pipeline.run(query, limit, mode, filters, content, now)
         return _marked(ws, found, now) if filters.now is None or filters.archived else found
 

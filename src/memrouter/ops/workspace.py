@@ -86,10 +86,13 @@ class Workspace:
         self._activity: ActivityTimes | None = None
         self._lent_times = record_times
 
-    def ensure_fresh(self) -> None:
-        """The freshness step before a read: the local index follows the files (``IndexKeeper.ensure_fresh``),
-        then a copy of it (PostgreSQL) follows the local index. Reads themselves never write."""
+    def ensure_fresh(self, *, embedded: bool = False) -> None:
+        """The freshness step before a read: the local index follows the files (``IndexKeeper.ensure_fresh``;
+        ``embedded``: its vectors too, ``IndexKeeper.ensure_embedded``), then a copy of it (PostgreSQL)
+        follows the local index. Reads themselves never write."""
         self.index.ensure_fresh()
+        if embedded:
+            self.index.ensure_embedded()
         if self.mirror is not None:
             self.index.indexed(self.mirror.sync)
 
