@@ -77,7 +77,7 @@ def check_wheel(wheel: Path) -> None:
     package, expected = {n for n in names if not n.startswith(f"{info}/")}, _package_files()
     assert package == expected, f"not in the checkout: {package - expected}; missing: {expected - package}"
     assert {f"{info}/{name}" for name in ("METADATA", "WHEEL", "RECORD")} <= names, names
-    assert "memrouter = memrouter.console:main" in entry_points, entry_points
+    assert "memrouter = memrouter.cli.console:main" in entry_points, entry_points
     assert f"\nVersion: {VERSION}\n" in metadata, metadata[:300]
 
 

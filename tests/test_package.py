@@ -159,6 +159,35 @@ def test_no_import_cycles() -> None:
     assert _cycles(packages) == []
 
 
+def lazy_modules() -> set[str]:
+    """The modules ``docs/architecture.md`` allows to import memrouter modules inside functions (its ``lazy`` block)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = re.search(r"^```text\n# lazy[^\n]*\n(.*?)^```", text, re.M | re.S)
+    assert block, "docs/architecture.md has no lazy block"
+    return {f"memrouter.{line.split()[0]}" for line in block.group(1).splitlines() if line[:1].strip()}
+
+
+def test_only_the_listed_fast_paths_import_inside_functions() -> None:
+    allowed = lazy_modules()
+    found: set[str] = set()
+    for module, path in modules().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                target = node.module if isinstance(node, ast.ImportFrom) else None
+                if isinstance(node, ast.Import):
+                    target = node.names[0].name
+                if target and target.startswith("memrouter"):
+                    found.add(module)
+    placed = {m for m in found if not any(m == a or m.startswith(a + ".") for a in allowed)}
+    assert placed == set(), "import these at the top, or list the module and why in docs/architecture.md"
+    assert {a for a in allowed if not any(m == a or m.startswith(a + ".") for m in found)} == set(), (
+        "listed, no longer lazy"
+    )
+
+
 def test_no_module_is_over_500_lines() -> None:
     long = [
         f"{path.relative_to(SRC)}: {count}"

@@ -119,10 +119,10 @@ def test_every_command_line_uses_real_options(where: str, words: list[str]) -> N
 
 @pytest.mark.parametrize("block", [b for b in blocks("toml") if not b.text.startswith(PROJECTS_FILE)], ids=str)
 def test_configuration_examples_load(block: Block, tmp_path: Path) -> None:
+    from memrouter.config.settings import Config
     from memrouter.external.backends.configured import backend_settings
     from memrouter.external.backends.forgetful import ForgetfulConfig
     from memrouter.external.backends.graphiti import GraphitiConfig
-    from memrouter.config.settings import Config
 
     folder = project(tmp_path)
     (folder / "memrouter.toml").write_text(block.text, encoding="utf-8")

@@ -17,7 +17,7 @@ from memrouter.external.backends.registry import BACKENDS, backend_names, load_b
 
 # (entry-point group, names(), load(name), a built-in name)
 KINDS: dict[str, tuple[str, Callable[[], list[str]], Callable[[str], Any], str]] = {
-    "backend": ("memrouter.external.backends", backend_names, load_backend, "forgetful"),
+    "backend": ("memrouter.backends", backend_names, load_backend, "forgetful"),
     "embedder": ("memrouter.embedders", available_embedders, EMBEDDERS.load, "hash"),
 }
 

@@ -17,7 +17,7 @@ def _install_plugin(root: Path, name: str, value: str, module_source: str | None
     dist = root / f"memrouter_plugin_{name}-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: memrouter-plugin-{name}\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[memrouter.external.backends]\n{name} = {value}\n")
+    (dist / "entry_points.txt").write_text(f"[memrouter.backends]\n{name} = {value}\n")
     if module_source is not None:
         module = value.split(":")[0]
         (root / f"{module}.py").write_text(module_source)

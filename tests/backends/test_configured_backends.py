@@ -67,9 +67,7 @@ def test_a_backend_whose_plugin_is_missing_is_not_installed(tmp_path: Path, monk
     dist = tmp_path / "memrouter_plugin_ghost-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: memrouter-plugin-ghost\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(
-        "[memrouter.external.backends]\nghost = memrouter_ghost_module_absent:Ghost\n"
-    )
+    (dist / "entry_points.txt").write_text("[memrouter.backends]\nghost = memrouter_ghost_module_absent:Ghost\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     configured = ConfiguredBackends({"team": {"type": "ghost"}, "odd": {"type": "no-such-kind"}})
     assert configured.built() == {}

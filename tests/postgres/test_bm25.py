@@ -14,8 +14,8 @@ from postgres.test_lexical_statistics import PROJECT, open_router, scores_agree
 
 from memrouter.core.model import Filters
 from memrouter.index.postgres import bm25
-from memrouter.index.postgres.impact import IMPACT
 from memrouter.index.postgres.connect import Database
+from memrouter.index.postgres.impact import IMPACT
 from memrouter.index.postgres.store import PgIndex
 from memrouter.index.text import query_terms
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import click
 
 from memrouter import __version__
-
 from memrouter.cli import (
     channels,
     context,

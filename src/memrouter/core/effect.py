@@ -27,7 +27,9 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["HISTORY_RULES", "PENDING", "RECORD_PATTERN", "RULES", "Rule", "out_of_effect"]
+    from memrouter.core.model import Filters
+
+__all__ = ["HISTORY_RULES", "PENDING", "RECORD_PATTERN", "RULES", "TIMED_RULES", "Rule", "applying", "out_of_effect"]
 
 # A sprint's own record: ``sprints/<id>/_sprint`` (a glob, as SQLite's GLOB reads it).
 RECORD_PATTERN = "sprints/*/_sprint"
@@ -64,6 +66,17 @@ RULES: tuple[Rule, ...] = (
 )
 # What a search with history (or archived memories) brings back, marked with why a default search would not.
 HISTORY_RULES = tuple(rule for rule in RULES if rule.unless in ("history", "archived"))
+# The rules that compare with now (a cache of who passes the rest holds for every now).
+TIMED_RULES = tuple(rule for rule in RULES if rule.timed)
+
+
+def applying(filters: Filters, *, timed: bool = True) -> tuple[Rule, ...]:
+    """The rules a read with ``filters`` keeps memories out by, in ``RULES`` order; ``timed=False`` leaves out
+    those that compare with now. ``filters.now`` None (a search with history) lets superseded, obsolete,
+    expired and not-yet-valid memories through; ``archived``, ``pending`` and ``records`` let theirs."""
+    through = {"history": filters.now is None, "archived": filters.archived, "pending": filters.pending,
+               "records": filters.records}  # fmt: skip
+    return tuple(rule for rule in RULES if not through[rule.unless] and (timed or not rule.timed))
 
 
 def out_of_effect(

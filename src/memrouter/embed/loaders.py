@@ -8,6 +8,7 @@ from typing import Any
 from memrouter.core.errors import NotInstalled
 from memrouter.embed import MODEL_HINT
 from memrouter.embed.bert import BertEmbedderBase
+from memrouter.embed.numpy_bert import NumpyEmbedder
 from memrouter.embed.weights import model_dir
 
 __all__ = ["load_minilm", "load_minilm_onnx", "load_minilm_numpy", "resolve_model_path"]
@@ -45,7 +46,6 @@ def load_minilm_int8(*, model_path: Path | str | None = None, **options: Any) ->
 def load_minilm_numpy(*, model_path: Path | str | None = None, **options: Any) -> BertEmbedderBase:
     """all-MiniLM-L6-v2 as a numpy forward pass (needs only numpy and tokenizers)."""
     path = resolve_model_path(model_path)
-    from memrouter.embed.numpy_bert import NumpyEmbedder
 
     try:
         return NumpyEmbedder(path, **options)

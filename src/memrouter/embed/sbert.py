@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.core.errors import NotInstalled
 from memrouter.embed.bert import BertEmbedderBase
+from memrouter.embed.loaders import resolve_model_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,6 +71,5 @@ def load_sentence_transformer(*, model_path: Path | str | None = None, **options
         import sentence_transformers  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
     except ImportError as exc:
         raise NotInstalled("sentence-transformers", HINT) from exc
-    from memrouter.embed.loaders import resolve_model_path
 
     return SentenceTransformerEmbedder(resolve_model_path(model_path), **options)

@@ -18,6 +18,13 @@ from memrouter.config.settings import Config
 from memrouter.core.errors import BackendError, BackendUnavailable
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Hit
+from memrouter.external.backends.configured import ConfiguredBackends, backend_settings
+from memrouter.external.merge import merge_hits
+from memrouter.external.sync.pgstate import PgSyncState
+from memrouter.external.sync.run import run_sync, run_validate
+from memrouter.external.sync.state import LocalSyncState
+from memrouter.external.sync.validate import memory_state
+from memrouter.index.postgres.connect import Database
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,7 +44,6 @@ def project_defaults(config: Config) -> dict[str, dict[str, Any]]:
 
     One Graphiti group per project: two projects on one server never share a graph by default.
     """
-    from memrouter.external.backends.configured import backend_settings
 
     sections = {name: dict(section) for name, section in config.backends.items()}
     for name, section in sections.items():
@@ -60,7 +66,6 @@ class ExternalServices:
         indexed: Callable[[Callable[[], Any]], Any],
         lock: Any,
     ) -> None:
-        from memrouter.external.backends.configured import ConfiguredBackends
 
         self.config = config
         self._conn = conn
@@ -79,7 +84,6 @@ class ExternalServices:
     def mapping(self) -> SyncState:
         """Where this project's sync mapping lives: PostgreSQL with ``[index] url`` (shared by every machine
         that syncs the repository), else the local index. ``BackendUnavailable`` when the database is down."""
-        from memrouter.external.sync.state import LocalSyncState
 
         url = self.config.index.url
         if not url:
@@ -87,8 +91,6 @@ class ExternalServices:
         if self._shared is None:
             if time.monotonic() < self._retry_at:
                 raise BackendUnavailable("PostgreSQL failed moments ago")
-            from memrouter.external.sync.pgstate import PgSyncState
-            from memrouter.index.postgres.connect import Database
 
             try:
                 self._shared = PgSyncState(Database(url, max_size=2), self.config.project_key)
@@ -99,7 +101,6 @@ class ExternalServices:
 
     def _reading(self, read: Callable[[SyncState], T]) -> T:
         """``read`` on the mapping; while a configured database is down, on the local index's (it may lag)."""
-        from memrouter.external.sync.state import LocalSyncState
 
         try:
             return read(self.mapping())
@@ -129,7 +130,6 @@ class ExternalServices:
 
     def augment(self, query: str, limit: int, hits: list[Hit], content: bool) -> list[Hit]:
         """Canonical ``hits`` plus what the healthy backends add (``memrouter.external.merge``)."""
-        from memrouter.external.merge import merge_hits
 
         if len(hits) >= limit:
             return hits
@@ -169,8 +169,6 @@ class ExternalServices:
         dry_run: bool,
         force: bool,
     ) -> list[Any]:
-        from memrouter.external.sync.run import run_sync
-        from memrouter.external.sync.state import LocalSyncState
 
         targets = self.configured.for_sync(backend)
         try:
@@ -193,7 +191,6 @@ class ExternalServices:
 
     def sync_states(self, name: str, content_hash: str) -> list[tuple[str, str, str]]:
         """(backend, state, why) of one memory on each backend that syncs, from the sync records."""
-        from memrouter.external.sync.validate import memory_state
 
         backends = [target.name for target in self.configured.flagged("sync").values()]
 
@@ -207,7 +204,6 @@ class ExternalServices:
         return states
 
     def validate(self, current: dict[str, str], *, backend: str | None, check_remote: bool) -> list[Any]:
-        from memrouter.external.sync.run import run_validate
 
         targets = self.configured.for_sync(backend)
         return self._reading(

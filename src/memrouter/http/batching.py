@@ -18,6 +18,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memrouter.embed import embed_many
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -125,7 +127,6 @@ class FairBatcher:
         return picked
 
     async def _run_pass(self, picked: list[tuple[_Job, int]]) -> None:
-        from memrouter.embed import embed_many
 
         if not picked:
             return

@@ -37,7 +37,10 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memrouter.embed import get_embedder
+from memrouter.http.auth import BearerTokenMiddleware
 from memrouter.http.batching import FairBatcher
+from memrouter.http.serve import HttpServer, bind_listeners, require_token_off_loopback
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -236,13 +239,10 @@ def make_app(
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    from memrouter.http.auth import BearerTokenMiddleware
-
     settings = limits or EmbedServerLimits()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> Any:
-        from memrouter.embed import get_embedder
 
         model = (
             embedder
@@ -353,8 +353,6 @@ def serve_embeddings(
     non-loopback ``host`` without a token, an empty token or an address that
     cannot be bound, and NotInstalled when the embedder is missing.
     """
-    from memrouter.embed import get_embedder
-    from memrouter.http.serve import HttpServer, bind_listeners, require_token_off_loopback
 
     require_token_off_loopback(host, token)
     listeners = bind_listeners(host, port)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from memrouter.http.serve import ConnectionLimits
 
 from memrouter.http.auth import BearerTokenMiddleware
+from memrouter.http.serve import HttpServer
 
 __all__ = ["MCP_PATH", "http_app", "run_http"]
 
@@ -42,6 +43,5 @@ def run_http(
     on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``server`` over streamable HTTP at ``/mcp`` on bound ``listeners`` until the process is stopped."""
-    from memrouter.http.serve import HttpServer
 
     HttpServer(http_app(server, host, token), listeners, limits=limits, on_ready=on_ready).run()

@@ -14,6 +14,7 @@ from typing import Any
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 
+from memrouter.core.errors import InvalidInput
 from memrouter.mcp.service import MemoryService
 
 __all__ = ["scratch_owner", "scratch_tools"]
@@ -57,7 +58,6 @@ def scratch_tools(
     pad = service.router.scratchpad
 
     def owner_of(ctx: Context[Any, Any] | None) -> str:
-        from memrouter.core.errors import InvalidInput
 
         owner = scratch_owner(ctx, pinned_agent)
         if owner is None:

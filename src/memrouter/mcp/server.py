@@ -20,6 +20,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
+from memrouter import __version__
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.mcp.context_tools import context_resource, context_tools
 from memrouter.mcp.graph_service import GraphService
@@ -120,7 +121,6 @@ class _Tools:
 def create_server(service: MemoryService, *, name: str = "memrouter", team: TeamService | None = None) -> MCPServer:
     """An MCP server exposing ``service`` (and the team tools, over ``team`` or the router's index
     folder); run it with ``.run()`` or mount its HTTP app."""
-    from memrouter import __version__
 
     tools = _Tools()
     config = service.router.config

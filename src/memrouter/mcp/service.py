@@ -30,6 +30,7 @@ from memrouter.core.query import MAX_FILTER_VALUES, check_filter
 from memrouter.ops.audit import current_actor
 from memrouter.ops.provenance import save_stamped
 from memrouter.ops.task import TaskContextStore
+from memrouter.ops.write_guard import VERBATIM, guarded
 from memrouter.repo.git import GitSession
 from memrouter.router import Router
 from memrouter.store.compose import MAX_CONTENT_CHARS
@@ -195,8 +196,6 @@ class MemoryService:
             )
         scope, name = self._split(memory_name)
         if scope is not None:
-            from memrouter.ops.write_guard import VERBATIM, guarded
-
             scope.write(name, guarded(None, name, content, actor=_agent(), purpose=VERBATIM)[0])
             return f"Memory {GLOBAL_TOPIC}/{name} written."
         memory = self.router.save(content, name, actor=_agent(), verbatim=True)  # Serena's contract: the file as sent

@@ -20,7 +20,8 @@ from typing import Any
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import Hit, Match
 from memrouter.core.query import check_filter
-from memrouter.index.sqlite.connection import connect, enable_wal, transaction
+from memrouter.index.sqlite.connection import connect, enable_wal, storage_error, transaction
+from memrouter.index.text import query_terms, tokens
 from memrouter.ops.write_guard import refuse_secrets
 
 __all__ = ["MAX_NOTE_CHARS", "MAX_NOTES", "ScratchNote", "Scratchpad"]
@@ -128,7 +129,6 @@ class Scratchpad:
 
     def search(self, owner: str, query: str, limit: int) -> list[Hit]:
         """``owner``'s live notes that share a word with ``query``, most shared words first."""
-        from memrouter.index.text import query_terms, tokens
 
         wanted = set(query_terms(query))
         scored = []
@@ -171,7 +171,6 @@ def _key(value: object, label: str) -> str:
 
 def open_scratchpad(index_dir: Path, ttl: float, clock: Callable[[], float]) -> Scratchpad:
     """The project's scratchpads (``sqlite3`` errors become ``StorageError``)."""
-    from memrouter.index.sqlite.connection import storage_error
 
     try:
         return Scratchpad(index_dir, ttl=ttl, clock=clock)

@@ -101,8 +101,6 @@ def refuse_secrets(text: str, what: str) -> None:
 
     found = find_secrets(text)
     if found:
-        from memrouter.guard import Verdict
-
         raise refuse(Verdict("refused", tuple(found)), what)
 
 

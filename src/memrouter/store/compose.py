@@ -12,6 +12,9 @@ import re
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import CHANNELS, STATUSES
 from memrouter.core.names import validate_name
+from memrouter.core.query import check_filter
+from memrouter.store import frontmatter
+from memrouter.store.parse import first_heading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -48,8 +51,6 @@ def compose(content: str, name: str | None, **fields: Any) -> tuple[str, str]:
     check_content(content)
     if name is not None:
         name = validate_name(name, strict=False)  # a bad name fails before anything else is done
-    from memrouter.store import frontmatter
-    from memrouter.store.parse import first_heading
 
     title = fields.pop("title", None)
     heading = first_heading(frontmatter.split(content)[1])
@@ -79,7 +80,6 @@ def check_content(text: str) -> None:
 
 def field_changes(**fields: Any) -> dict[str, Any]:
     """The front-matter changes for the given fields (``None`` means "leave as is")."""
-    from memrouter.core.query import check_filter
 
     changes: dict[str, Any] = {}
     for key, value in fields.items():
@@ -117,7 +117,6 @@ def check_reason(reason: object) -> str | None:
 
 
 def _with_heading(content: str, title: str) -> str:
-    from memrouter.store import frontmatter
 
     _, body = frontmatter.split(content)
     if "\n" in title or "\r" in title:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from memrouter.core.errors import InvalidInput
+from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.core.names import SUFFIX, validate_name
-from memrouter.core.query import iso_time
+from memrouter.core.query import check_filter, iso_time
+from memrouter.store import frontmatter
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -101,7 +102,6 @@ def sprint_of(name: str) -> str | None:
 
 def record_text(sprint_id: str, start: float, weeks: int, goal: str | None) -> str:
     """The text of a new sprint record."""
-    from memrouter.store import frontmatter
 
     if isinstance(weeks, bool) or not isinstance(weeks, int) or not 1 <= weeks <= MAX_WEEKS:
         raise InvalidInput(f"a sprint lasts 1 to {MAX_WEEKS} whole weeks (got {weeks!r})")
@@ -113,16 +113,12 @@ def record_text(sprint_id: str, start: float, weeks: int, goal: str | None) -> s
         "created": iso_time(start),
     }
     if goal is not None:
-        from memrouter.core.query import check_filter
-
         fields["goal"] = check_filter("goal", goal, 500)
     return frontmatter.update(f"# Sprint {sprint_id}\n", fields)
 
 
 def read_sprints(store: MemoryStore) -> list[Sprint]:
     """Every sprint with a record, by start date (a record that cannot be read is skipped)."""
-    from memrouter.core.errors import NotFound
-    from memrouter.store import frontmatter
 
     folder = store.root / SPRINTS_DIR
     if not folder.is_dir():

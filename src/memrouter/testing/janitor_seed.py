@@ -21,6 +21,9 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from memrouter.store import frontmatter
+from memrouter.store.parse import first_heading
+
 __all__ = ["SeededSet", "seeded_set"]
 
 _NUMBER = re.compile(r"(?<![\w.-])(\d{1,4})(?![\w-])")
@@ -51,14 +54,12 @@ class SeededSet:
 
 def _dated(text: str, day: int) -> str:
     """``text`` with an ``updated`` date in its front matter (the janitor's "newer")."""
-    from memrouter.store import frontmatter
 
     return frontmatter.update(text, {"updated": f"2026-01-{day:02d}T00:00:00Z"})
 
 
 def _edit_body(text: str, rng: random.Random) -> str:
     """``text`` with small edits in its body (front matter untouched)."""
-    from memrouter.store import frontmatter
 
     raw, body = frontmatter.split(text)
     edited = _edit(body, rng)
@@ -96,8 +97,6 @@ def _edit(text: str, rng: random.Random) -> str:
 
 def _title(text: str, name: str) -> str:
     """The title the index gives a memory (``memrouter.store.parse``): front matter, first heading, else the name."""
-    from memrouter.store import frontmatter
-    from memrouter.store.parse import first_heading
 
     parsed = frontmatter.parse(text)
     given = parsed.data.get("title") or parsed.data.get("subject")

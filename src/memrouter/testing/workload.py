@@ -25,6 +25,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from memrouter.core.errors import Conflict, NotFound
+from memrouter.router import Router
+
 __all__ = ["SHARED", "WorkloadReport", "main", "run_workload", "worker_command"]
 
 SHARED = "shared/log"
@@ -85,8 +88,6 @@ def run_workload(
     modes: tuple[str, ...] = ("lexical", "hybrid", "semantic"),
 ) -> WorkloadReport:
     """Run ``ops`` operations as worker ``worker``; see the module docstring."""
-    from memrouter.core.errors import Conflict, NotFound
-    from memrouter.router import Router
 
     rng = random.Random(seed * 1000 + worker)
     weights = mix or DEFAULT_MIX
@@ -216,8 +217,6 @@ def race_expected_hash(root: str, index_dir: str, rounds: int, barrier: Any, res
     Puts ``(worker, round, "ok" | "conflict")`` on ``results``; with a
     correct store exactly one of two rivals succeeds each round.
     """
-    from memrouter.core.errors import Conflict, NotFound
-    from memrouter.router import Router
 
     with Router.open(root=root, index_dir=index_dir, watch=False) as router:
         for number in range(rounds):

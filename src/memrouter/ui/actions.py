@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.ops.audit import acting_as
 from memrouter.ui.security import same_secret
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ def review(ui: UiContext, request: Request) -> Response:
 def _act(ui: UiContext, request: Request, form: dict[str, str], *, approving: bool) -> Response:
     from starlette.responses import RedirectResponse
 
-    from memrouter.ops.audit import acting_as
-
     name, actor = _named(ui, form)
     expected = form.get("expected_hash") or None
     reason = form.get("reason") or None
@@ -109,8 +108,6 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     (a memory changed since is a 409, nothing changed; 303 back to the timeline)."""
     from starlette.responses import RedirectResponse
 
-    from memrouter.ops.audit import acting_as
-
     name, actor = _named(ui, form)
     with acting_as(actor):
         ui.router.promote(
@@ -123,8 +120,6 @@ def promote(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
 def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     """Archive a sprint memory through ``Router.archive``, at the hash the page showed (303 back to the timeline)."""
     from starlette.responses import RedirectResponse
-
-    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     with acting_as(actor):
@@ -143,8 +138,6 @@ def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     from urllib.parse import quote
 
     from starlette.responses import RedirectResponse
-
-    from memrouter.ops.audit import acting_as
 
     name, actor = _named(ui, form)
     expected = form.get("expected_hash")

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memrouter.ui.live import board_fragment
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -61,8 +63,6 @@ def message(event: str, data: str) -> str:
 
 async def _board_stream(ui: UiContext, path: Path | None) -> AsyncIterator[str]:
     from starlette.concurrency import run_in_threadpool
-
-    from memrouter.ui.live import board_fragment
 
     # Opened and counted once the stream starts: a client gone before that leaves nothing behind.
     watch = TeamWatch(path) if path is not None else None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memrouter.index.sqlite.recordtime import git_head, git_top
+from memrouter.repo.git import GitError, GitSession
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,7 +70,6 @@ class GitView:
 
 
 def _slider_commits(top: Path) -> list[dict[str, str]]:
-    from memrouter.repo.git import GitError, GitSession
 
     try:
         found = GitSession(top).get_recent_commits(SLIDER_COMMITS)
@@ -82,7 +82,6 @@ def _slider_commits(top: Path) -> list[dict[str, str]]:
 
 
 def _memory_commits(top: Path, root: Path) -> list[dict[str, Any]]:
-    from memrouter.repo.git import GitError, GitSession
 
     try:
         folder = root.relative_to(top.resolve()).as_posix()

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from memrouter.core.errors import MemoryRouterError
+from memrouter.ui.app import STATIC, _long_cached
 from memrouter.ui.security import TOKEN_SCOPE_KEY, UiGuard
 
 __all__ = ["Access", "ProjectPages", "create_multi_app"]
@@ -77,8 +78,6 @@ def create_multi_app(
     from starlette.responses import HTMLResponse, PlainTextResponse, Response
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
-
-    from memrouter.ui.app import STATIC, _long_cached
 
     projects = _Projects(keys, open_pages)
 

@@ -15,6 +15,8 @@ from _thread import RLock
 
 from memrouter.core.errors import BackendError, ConfigError
 from memrouter.core.lazylog import LazyLogger
+from memrouter.external.backends.base import backend_status
+from memrouter.external.backends.registry import get_backend
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -58,8 +60,6 @@ class ConfiguredBackends:
         """Every enabled backend that could be built, by name (built on the first call)."""
         with self._lock:
             if self._built is None:
-                from memrouter.external.backends.registry import get_backend
-
                 built: dict[str, Any] = {}
                 self._build_errors = {}
                 for name, settings in self._sections.items():
@@ -118,7 +118,6 @@ class ConfiguredBackends:
         """
         if not self._sections:
             return []
-        from memrouter.external.backends.base import backend_status
 
         result: list[dict[str, Any]] = []
         built = self.built()

@@ -29,7 +29,7 @@ __all__ = [
     "load_backend",
 ]
 
-ENTRY_POINT_GROUP = "memrouter.external.backends"
+ENTRY_POINT_GROUP = "memrouter.backends"  # the plugins' group: unchanged since the first release
 
 BACKENDS = Registry(
     "backend",

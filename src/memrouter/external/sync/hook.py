@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memrouter.core.errors import InvalidInput
+from memrouter.external.sync import queue_hook
 from memrouter.external.sync.queue import git_toplevel, memories_prefix
 
 __all__ = ["HOOK_MARKER", "HookResult", "hooks_dir", "install_hook", "uninstall_hook"]
@@ -112,7 +113,6 @@ def install_hook(root: Path, queue_path: Path, *, python: str | None = None) -> 
         queue_arg = queue.relative_to(toplevel).as_posix()
     except ValueError:
         queue_arg = str(queue)
-    from memrouter.external.sync import queue_hook
 
     helper_source = Path(queue_hook.__file__).read_text(encoding="utf-8")
     _write_executable(folder / HELPER_NAME, helper_source)

@@ -14,6 +14,9 @@ from typing import Any
 from memrouter.config.settings import Config
 from memrouter.core.errors import BackendUnavailable, InvalidInput
 from memrouter.core.model import Memory
+from memrouter.external.sync.engine import Syncer
+from memrouter.external.sync.queue import QUEUE_FILE, changes_from_entries, read_queue, remove_done, staged_changes
+from memrouter.external.sync.validate import validate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,8 +40,6 @@ def run_sync(
     force: bool = False,
 ) -> list[Any]:
     """Sync the memories one way to ``targets``; one ``SyncReport`` per target (see ``Router.sync``)."""
-    from memrouter.external.sync.engine import Syncer
-    from memrouter.external.sync.queue import QUEUE_FILE, changes_from_entries, read_queue, remove_done, staged_changes
 
     if changes not in CHANGE_SETS:
         raise InvalidInput(f"unknown change set {changes!r}; use {', '.join(CHANGE_SETS)}")
@@ -78,7 +79,6 @@ def run_validate(
     check_remote: bool = False,
 ) -> list[Any]:
     """The freshness report per target (``memrouter.external.sync.validate``): local state only unless ``check_remote``."""
-    from memrouter.external.sync.validate import validate
 
     reports: list[Any] = []
     for target in targets:

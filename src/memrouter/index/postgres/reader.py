@@ -13,6 +13,7 @@ answers from the local index meanwhile.
 
 from __future__ import annotations
 
+from memrouter.config.settings import redacted_url
 from memrouter.core.errors import ConfigError
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph.view import GraphView
@@ -128,7 +129,6 @@ class PostgresReader:
 
     def describe(self) -> dict[str, object]:
         """Which database and project, for ``status`` (the URL without its password)."""
-        from memrouter.config.settings import redacted_url
 
         return {"url": redacted_url(self.url), "project": self.project}
 

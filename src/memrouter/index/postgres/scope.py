@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from memrouter.core.errors import InvalidInput
+from memrouter.index.folders import OVERVIEW_NAMES, FolderContext
 from memrouter.index.postgres.connect import Database
 from memrouter.index.postgres.impact import IMPACT, impact
+from memrouter.index.postgres.schema import hnsw_index
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,7 +81,6 @@ class ProjectScope:
 
     def vector_indexes(self, dimensions: Iterable[int]) -> None:
         """Make the HNSW index of each vector dimension that lacks one (shared by every project)."""
-        from memrouter.index.postgres.schema import hnsw_index
 
         for dimension in sorted(dimensions):
             with self.database.connection() as conn, conn.transaction():
@@ -219,7 +220,6 @@ class Writer:
 
     def overviews(self) -> None:
         """Point each memory at the folder overview it borrows from (``memrouter.index.folders``), or at none."""
-        from memrouter.index.folders import OVERVIEW_NAMES, FolderContext
 
         # Without an overview in any folder (and none recorded), nothing lends: no need to read every name.
         if self.conn.execute(

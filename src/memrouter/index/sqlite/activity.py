@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from memrouter.core.query import iso_time
+from memrouter.index.sqlite.recordtime import git_top, record_times, refresh_record_times
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,7 +59,6 @@ class ActivityTimes:
 
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Read the commits ``HEAD`` gained since the last look (a few file reads when it has not moved)."""
-        from memrouter.index.sqlite.recordtime import git_top, refresh_record_times
 
         if self._top is False:
             self._top = git_top(self.root)
@@ -184,8 +184,6 @@ class ActivityTimes:
         if memory.created is not None and memory.updated is not None:
             return memory
         from dataclasses import replace
-
-        from memrouter.index.sqlite.recordtime import record_times
 
         self.refresh(conn)
         found = record_times(conn, [memory.name]).get(memory.name)

@@ -23,13 +23,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memrouter import embed as embedding
 from memrouter.core.errors import ConfigError, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Filters
+from memrouter.embed import batches_by_length, embed, embed_many
+from memrouter.index.chunking import chunk_markdown
 from memrouter.index.fusion import Ranked
+from memrouter.index.sqlite import vectors as vector_search
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.dense_status import DenseStatus, Embedded, PendingWork
 from memrouter.index.sqlite.lexical import Allowed, filter_sql
+from memrouter.index.sqlite.token_vectors import TokenFilter, pack
 
 if TYPE_CHECKING:
     import numpy as np
@@ -92,9 +97,7 @@ class DenseIndex:
             if self._factory is not None:
                 self._embedder = self._factory()
             else:
-                from memrouter.embed import get_embedder
-
-                self._embedder = get_embedder(self.embedder_name)
+                self._embedder = embedding.get_embedder(self.embedder_name)  # looked up now: a plugin may register late
             self._model_id = self._embedder.model_id
         return self._embedder
 
@@ -120,8 +123,6 @@ class DenseIndex:
     def token_filter(self) -> TokenFilter:
         """Which word pieces count in late interaction (built from the model's vocabulary once)."""
         if self._token_filter is None:
-            from memrouter.index.sqlite.token_vectors import TokenFilter
-
             self._token_filter = TokenFilter.of(self._token_embedder().vocabulary())
         return self._token_filter
 
@@ -242,7 +243,6 @@ class DenseIndex:
         todo = self.pending(conn, limit)  # a batch reads only its own bodies
         if not todo:
             return None
-        from memrouter.index.chunking import chunk_markdown
 
         embedder = self.embedder
         pieces: list[tuple[int, str, int, Any]] = []  # (memory id, hash, ordinal, chunk)
@@ -263,13 +263,8 @@ class DenseIndex:
         if not texts:
             return None
         if not self.tokens:
-            from memrouter.embed import embed_many
-
             return Embedded(embed_many(self.embedder, texts, batch_size=32, progress=progress))
         import numpy as np
-
-        from memrouter.embed import batches_by_length
-        from memrouter.index.sqlite.token_vectors import pack
 
         vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)
         packed = [b""] * len(texts)
@@ -340,8 +335,6 @@ class DenseIndex:
             return
         import numpy as np
 
-        from memrouter.index.sqlite import vectors as vector_search
-
         stem = f"dense-{_safe(self.model_id)}-{generation[0]}-{generation[1]}-{generation[2]}"
         cache = self.index_dir
         matrix_path = cache / f"{stem}.npy" if cache is not None else None
@@ -393,7 +386,6 @@ class DenseIndex:
             vector: NDArray[np.float32] = vectors[0]
             self._query_tokens = (query, vector, rows[kept] if kept.any() else rows)
             return vector
-        from memrouter.embed import embed
 
         return embed(self.embedder, query)
 
@@ -466,7 +458,6 @@ class DenseIndex:
     def measure_recall(self, conn: sqlite3.Connection, *, k: int = 10, samples: int = 200) -> dict[str, Any]:
         """Recall@k of the HNSW graph against exact search over this index's vectors
         (``vectors.measure_graph_recall``)."""
-        from memrouter.index.sqlite import vectors as vector_search
 
         self._load(conn)
         return vector_search.measure_graph_recall(self._matrix, k=k, samples=samples, threshold=self._hnsw_threshold)

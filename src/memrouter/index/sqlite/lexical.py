@@ -28,7 +28,7 @@ from operator import itemgetter
 from memrouter.core.model import PENDING, Filters, Memory
 from memrouter.index.folders import FOLDER_SHARE, FolderContext
 from memrouter.index.fusion import Ranked
-from memrouter.index.sqlite.lexical_large import LARGE_CORPUS
+from memrouter.index.sqlite.lexical_large import LARGE_CORPUS, LargeScorer
 from memrouter.index.sqlite.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
 
@@ -166,8 +166,6 @@ class LexicalIndex:
         self._folders = FolderContext(((mid, name) for mid, _, name in lengths if "/" in name), self.folder_share)
         self._large = None
         if self._count >= self.large_from:
-            from memrouter.index.sqlite.lexical_large import LargeScorer
-
             self._large = LargeScorer(self._norms, self._count, K1)
         self._generation = generation
 

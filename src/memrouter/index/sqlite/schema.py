@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from memrouter.core.errors import IndexCorrupt
 from memrouter.index.sqlite.connection import enable_wal, transaction
+from memrouter.index.sqlite.refresh import rebuild_postings
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -116,7 +117,6 @@ CREATE INDEX memories_length ON memories(length);
 
 def _checked_postings(conn: sqlite3.Connection) -> None:
     """Postings blobs gain a CRC-32 trailer: rebuild them all from the memory rows."""
-    from memrouter.index.sqlite.refresh import rebuild_postings
 
     rebuild_postings(conn)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memrouter.team import Team
 from memrouter.team.bridge.bridge import ClaudeFlowBridge, ClaudeFlowConfig
 from memrouter.team.bridge.runner import BridgeRunner
 from memrouter.team.bridge.sync_pass import SyncReport
@@ -30,7 +31,6 @@ def start_runner(config: Config) -> BridgeRunner | None:
     """Passes on a daemon thread, over a ``Team`` of their own, when ``[team.claude_flow]`` is set."""
     if config.claude_flow is None:
         return None
-    from memrouter.team import Team
 
     team = Team.for_config(config)
     try:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from memrouter.core.errors import BackendContractError, BackendUnavailable, ConfigError
+from memrouter.external.backends._mcp import McpSession, stdio_client_factory
 from memrouter.external.backends.health import HealthCheck
 from memrouter.team.bridge.client import MEMROUTER_TYPE, ClaudeFlowClient
 from memrouter.team.bridge.ledger import LEDGER_FILE, Ledger
@@ -102,7 +103,6 @@ class ClaudeFlowBridge:
     @classmethod
     def open(cls, team: Team, config: ClaudeFlowConfig, index_dir: Path) -> ClaudeFlowBridge:
         """A bridge whose server is started on the first call (over stdio, in ``config.cwd``)."""
-        from memrouter.external.backends._mcp import McpSession, stdio_client_factory
 
         config.cwd.mkdir(parents=True, exist_ok=True)
         Path(index_dir).mkdir(parents=True, exist_ok=True)
