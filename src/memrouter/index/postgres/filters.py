@@ -1,4 +1,5 @@
-"""Search and list filters as PostgreSQL conditions: the same rules as ``memrouter.index.sqlite.lexical.filter_sql``.
+"""Search and list filters as PostgreSQL conditions: the in-effect rules of ``memrouter.core.effect``,
+rendered in PostgreSQL's dialect as ``memrouter.index.sqlite.filters`` renders them in SQLite's.
 
 The conditions are written against the scoped ``{memories}`` (``scope.ProjectScope.sql``),
 so the subquery for superseded memories stays inside the project too.
@@ -8,9 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from memrouter.core.model import PENDING, Filters
+from memrouter.core.effect import RECORD_PATTERN, Rule, applying
+from memrouter.core.model import Filters
 
 __all__ = ["filter_sql"]
+
+# RECORD_PATTERN as a POSIX regular expression (its only special character is the glob's *; a LIKE pattern's %
+# would read as a placeholder in psycopg's statements).
+_RECORD_REGEX = "^" + RECORD_PATTERN.replace("*", ".*") + "$"
 
 
 def filter_sql(filters: Filters, within: list[str] | None = None, alias: str = "m") -> tuple[str, dict[str, Any]]:
@@ -31,22 +37,27 @@ def filter_sql(filters: Filters, within: list[str] | None = None, alias: str = "
     if filters.prefix:
         clauses.append(f"starts_with({alias}.name, %(f_prefix)s)")
         params["f_prefix"] = filters.prefix
-    if filters.now is not None:
-        clauses.append(
-            f"{alias}.status != 'obsolete' AND {alias}.superseded_by IS NULL AND {alias}.name NOT IN "
-            "(SELECT s.supersedes FROM {memories} s WHERE s.supersedes IS NOT NULL)"
-            f" AND ({alias}.valid_until IS NULL OR {alias}.valid_until > %(f_now)s)"
-            f" AND ({alias}.expires IS NULL OR {alias}.expires > %(f_now)s)"
-            f" AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= %(f_now)s)"
-        )
+    rules = applying(filters)
+    if any(rule.timed for rule in rules):
         params["f_now"] = filters.now
-    if not filters.archived:
-        clauses.append(f"{alias}.status != 'archived'")
-    if not filters.pending:
-        clauses.append(f"{alias}.status != '{PENDING}'")
-    if not filters.records:
-        clauses.append(f"{alias}.name !~ '^sprints/.*/_sprint$'")
+    clauses += [_condition(rule, alias) for rule in rules]
     if within is not None:
         clauses.append(f"{alias}.name = ANY(%(f_within)s)")
         params["f_within"] = within
     return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def _condition(rule: Rule, alias: str) -> str:
+    """One in-effect rule as the PostgreSQL condition a memory in effect meets."""
+    column = f"{alias}.{rule.field}"
+    if rule.test == "status":
+        return f"{column} != '{rule.value}'"  # a constant of RULES, never input
+    if rule.test == "set":
+        return f"{column} IS NULL"
+    if rule.test == "named":  # retired even when its own file does not say so
+        return f"{column} NOT IN (SELECT s.supersedes FROM {{memories}} s WHERE s.supersedes IS NOT NULL)"
+    if rule.test == "until":
+        return f"({column} IS NULL OR {column} > %(f_now)s)"
+    if rule.test == "from":
+        return f"({column} IS NULL OR {column} <= %(f_now)s)"
+    return f"{column} !~ '{_RECORD_REGEX}'"

@@ -33,7 +33,8 @@ from memrouter.index.fusion import Ranked
 from memrouter.index.sqlite import vectors as vector_search
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.dense_status import DenseStatus, Embedded, PendingWork
-from memrouter.index.sqlite.lexical import Allowed, filter_sql
+from memrouter.index.sqlite.filters import filter_sql
+from memrouter.index.sqlite.lexical import Allowed
 from memrouter.index.sqlite.token_vectors import TokenFilter, pack
 
 if TYPE_CHECKING:

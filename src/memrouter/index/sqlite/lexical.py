@@ -25,9 +25,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from operator import itemgetter
 
-from memrouter.core.model import PENDING, Filters, Memory
+from memrouter.core.effect import TIMED_RULES, out_of_effect
+from memrouter.core.model import Filters, Memory
 from memrouter.index.folders import FOLDER_SHARE, FolderContext
 from memrouter.index.fusion import Ranked
+from memrouter.index.sqlite.filters import filter_sql
 from memrouter.index.sqlite.lexical_large import LARGE_CORPUS, LargeScorer
 from memrouter.index.sqlite.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
@@ -41,7 +43,6 @@ __all__ = [
     "FIELD_WEIGHTS",
     "LexicalIndex",
     "document_terms",
-    "filter_sql",
     "snippet",
 ]
 
@@ -70,54 +71,6 @@ def document_terms(memory: Memory) -> tuple[dict[str, float], float]:
     return weighted, length
 
 
-def filter_sql(filters: Filters, alias: str = "m", *, timed: bool = True) -> tuple[str, list[object]]:
-    """SQL conditions (each starting with `` AND``) and their parameters.
-
-    ``timed=False`` leaves out the comparisons with ``filters.now`` (valid
-    from, until, expires) but keeps every other condition, for callers that
-    apply those times themselves (``LexicalIndex`` caches per generation).
-    """
-    clauses: list[str] = []
-    params: list[object] = []
-
-    def one_of(column: str, values: tuple[str, ...]) -> None:
-        if values:
-            clauses.append(f"{alias}.{column} IN ({', '.join('?' * len(values))})")
-            params.extend(values)
-
-    one_of("channel", filters.channels)
-    one_of("kind", filters.kinds)
-    one_of("scope", filters.scopes)
-    one_of("status", filters.statuses)
-    for tag in filters.tags:
-        clauses.append(f"EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = {alias}.id AND t.tag = ?)")
-        params.append(tag)
-    if filters.prefix:
-        clauses.append(f"substr({alias}.name, 1, ?) = ?")
-        params.extend([len(filters.prefix), filters.prefix])
-    if filters.now is not None:
-        # Times are compared as UTC ISO text (a date is its midnight); a memory that another's
-        # ``supersedes`` names is retired even when its own file does not say so.
-        clauses.append(
-            f"{alias}.status != 'obsolete' AND {alias}.superseded_by IS NULL"
-            f" AND {alias}.name NOT IN (SELECT s.supersedes FROM memories s WHERE s.supersedes IS NOT NULL)"
-        )
-        if timed:
-            clauses.append(
-                f"({alias}.valid_until IS NULL OR {alias}.valid_until > ?)"
-                f" AND ({alias}.expires IS NULL OR {alias}.expires > ?)"
-                f" AND ({alias}.valid_from IS NULL OR {alias}.valid_from <= ?)"
-            )
-            params.extend([filters.now] * 3)
-    if not filters.archived:
-        clauses.append(f"{alias}.status != 'archived'")
-    if not filters.pending:
-        clauses.append(f"{alias}.status != '{PENDING}'")
-    if not filters.records:
-        clauses.append(f"{alias}.name NOT GLOB 'sprints/*/_sprint'")
-    return "".join(f" AND {clause}" for clause in clauses), params
-
-
 # ``LexicalIndex.allowed``: (ids passing the filters apart from time, ids out of effect now).
 Allowed = Callable[[sqlite3.Connection, Filters], tuple[set[int], set[int]]]
 
@@ -143,9 +96,8 @@ class LexicalIndex:
         self._df: dict[str, int] = {}  # per term seen: how many memories hold it (lending aside)
         self._norms: dict[int, float] = {}
         # (filters apart from the time) -> (ids passing, time bounds of the ids that have any)
-        self._filtered: dict[
-            tuple[object, ...], tuple[set[int], dict[int, tuple[str | None, str | None, str | None]]]
-        ] = {}
+        # Per filter key: the ids passing the filters apart from time, and the time fields of those that set any.
+        self._filtered: dict[tuple[object, ...], tuple[set[int], dict[int, dict[str, str | None]]]] = {}
         self._count = 0
         self._large: LargeScorer | None = None  # numpy scoring from LARGE_CORPUS memories on
         self._folders = FolderContext(())  # what each folder's overview lends its memories (``folders``)
@@ -217,15 +169,14 @@ class LexicalIndex:
         if cached is None:
             where, params = filter_sql(filters, timed=False)
             ids = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
-            bounds: dict[int, tuple[str | None, str | None, str | None]] = {}
-            if filters.now is not None:
-                bounds = {
-                    row[0]: (row[1], row[2], row[3])
-                    for row in conn.execute(
-                        "SELECT id, valid_from, valid_until, expires FROM memories "
-                        "WHERE valid_from IS NOT NULL OR valid_until IS NOT NULL OR expires IS NOT NULL"
-                    )
-                }
+            bounds: dict[int, dict[str, str | None]] = {}
+            if filters.now is not None:  # the time rules' fields of every memory that sets one
+                fields = list(dict.fromkeys(rule.field for rule in TIMED_RULES))
+                rows = conn.execute(
+                    f"SELECT id, {', '.join(fields)} FROM memories WHERE "
+                    + " OR ".join(f"{field} IS NOT NULL" for field in fields)
+                )
+                bounds = {row[0]: dict(zip(fields, row[1:], strict=True)) for row in rows}
             cached = self._filtered[key] = (ids, bounds)
         ids, bounds = cached
         if filters.within is not None:
@@ -235,10 +186,9 @@ class LexicalIndex:
             return ids, set()
         return ids, {
             memory_id
-            for memory_id, (start, until, expires) in bounds.items()
-            if (start is not None and start > now) or (until is not None and until <= now)
-            or (expires is not None and expires <= now)
-        }  # fmt: skip
+            for memory_id, fields in bounds.items()
+            if out_of_effect(fields, now, rules=TIMED_RULES) is not None
+        }
 
     def search(self, conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 50) -> list[Ranked]:
         """The ``limit`` best memories for ``query`` among those passing ``filters`` (BM25F score)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from memrouter.core.model import CHANNELS, STATUSES, Filters, MemorySummary
-from memrouter.index.sqlite.lexical import filter_sql
+from memrouter.index.sqlite.filters import filter_sql
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ import json
 import time
 from dataclasses import replace
 
+from memrouter.core.effect import PENDING, RULES, out_of_effect
 from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.core.query import iso_time
 from memrouter.index.sqlite.queries import consolidation_rows
@@ -42,9 +43,9 @@ if TYPE_CHECKING:
     from memrouter.ops.workspace import Workspace
     from memrouter.team.records import IdleWorkflow
 
-__all__ = ["RETIRED_STATUSES", "run_janitor"]
+__all__ = ["run_janitor"]
 
-RETIRED_STATUSES = ("obsolete", "archived")
+UNTIMED_RULES = tuple(rule for rule in RULES if not rule.timed)
 # At most this many names per list in the usage part of the report (the counts are whole).
 SHOWN_NAMES = 50
 DAY = 86400.0
@@ -95,12 +96,11 @@ def _entries(rows: list[sqlite3.Row]) -> tuple[list[Entry], int]:
     """The memories in effect as entries, and how many await review."""
     entries, pending = [], 0
     for row in rows:
-        if row["status"] == "pending_review":
+        if row["status"] == PENDING:  # the review queue's, counted
             pending += 1
             continue
-        if row["status"] in RETIRED_STATUSES or row["superseded_by"] is not None or row["linked"]:
-            continue
-        if row["kind"] == "sprint_record":
+        # Out of effect whatever the time (expiry is the janitor's own finding): superseded, retired, a record.
+        if out_of_effect(dict(row), "", named=bool(row["linked"]), rules=UNTIMED_RULES) is not None:
             continue
         extra = json.loads(row["extra"] or "{}")
         entries.append(
