@@ -20,7 +20,7 @@ from memrouter.cli.fast_search import SearchRequest, parse_search_argv, run_sear
 
 
 def _fast(argv: list[str]) -> tuple[int, str, str] | None:
-    request = parse_search_argv(argv, {})
+    request = parse_search_argv(argv)
     if request is None:
         return None
     out, err = io.StringIO(), io.StringIO()
@@ -108,24 +108,28 @@ def test_fast_path_matches_click(base: list[str], args: list[str]) -> None:
     ],
 )
 def test_everything_else_goes_to_click(base: list[str], args: list[str]) -> None:
-    assert parse_search_argv([*base, *args], {}) is None
+    assert parse_search_argv([*base, *args]) is None
 
 
 def test_a_root_that_is_a_file_goes_to_click(tmp_path: Path) -> None:
     file = tmp_path / "file"
     file.write_text("x")
-    assert parse_search_argv(["--root", str(file), "search", "x"], {}) is None
-    assert parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": str(file)}) is None
-    assert parse_search_argv(["--root", "", "search", "x"], {}) is None
+    assert parse_search_argv(["--root", str(file), "search", "x"]) is None
+    assert parse_search_argv(["--root", "", "search", "x"]) is None
     code, _, err = _click(["--root", str(file), "search", "x"])
     assert code == 2 and "is a file" in err
 
 
-def test_environment_supplies_the_folders() -> None:
-    request = parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": "/m", "MEMROUTER_INDEX_DIR": "/i"})
-    assert request == SearchRequest("x", root="/m", index_dir="/i")
-    assert parse_search_argv(["--root", "/r", "search", "x"], {"MEMROUTER_ROOT": "/m"}) == SearchRequest("x", root="/r")
-    assert parse_search_argv(["search", "x"], {"MEMROUTER_ROOT": ""}) == SearchRequest("x")
+def test_the_environment_is_read_by_the_configuration_alone(
+    memories: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither parser reads MEMROUTER_*: both hand the folders they were given to ``Config.load``, which does."""
+    assert parse_search_argv(["search", "x"]) == SearchRequest("x")
+    assert parse_search_argv(["--root", "/r", "search", "x"]) == SearchRequest("x", root="/r")
+    monkeypatch.setenv("MEMROUTER_ROOT", str(memories))
+    monkeypatch.setenv("MEMROUTER_INDEX_DIR", str(tmp_path / "idx"))
+    _same(["search", "flaky tests", "--format", "json"])
+    assert json.loads(_click(["search", "flaky", "--format", "json"])[1])["results"]
 
 
 _TOKENS = st.sampled_from(
@@ -136,7 +140,8 @@ _TOKENS = st.sampled_from(
         "--format", "json", "text", "xml", "--format=json",
         "--channel", "team", "long-term", "--kind", "adr", "--tag", "database", "--scope", "project",
         "--status", "active", "--prefix", "ci/", "--content", "--content=1", "--source", "canonical", "--rerank",
-        "--bogus", "--help", "--root",
+        "--bogus", "--help", "--root", "--history", "--include-archived", "--origin", "--origin=canonical",
+        "--as-of", "--format=text", "--tag=storage", "--history=1",
     ]
 )  # fmt: skip
 
@@ -145,7 +150,7 @@ _TOKENS = st.sampled_from(
 @given(st.lists(_TOKENS, max_size=7))
 def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[str], tokens: list[str]) -> None:
     argv = [*base, "search", *tokens]
-    if parse_search_argv(argv, {}) is not None:
+    if parse_search_argv(argv) is not None:
         _same(argv)
 
 

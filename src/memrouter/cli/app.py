@@ -26,24 +26,14 @@ from memrouter.cli import (
     team_bridge,
     ui,
 )
-from memrouter.cli.common import State
+from memrouter.cli.common import State, click_options
+from memrouter.cli.search_options import GROUP_OPTIONS
 
 __all__ = ["main"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=str),
-    envvar="MEMROUTER_ROOT",
-    help="Memories folder (default: .serena/memories of the project found from here).",
-)
-@click.option(
-    "--index-dir",
-    type=click.Path(file_okay=False, path_type=str),
-    envvar="MEMROUTER_INDEX_DIR",
-    help="Where the index lives (default: <project>/.memrouter, or the user cache).",
-)
+@click_options(GROUP_OPTIONS)
 @click.version_option(version=__version__)
 @click.pass_context
 def main(ctx: click.Context, root: str | None, index_dir: str | None) -> None:

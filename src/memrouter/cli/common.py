@@ -10,9 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
+from memrouter.cli.search_options import Option
 from memrouter.core.errors import MemoryRouterError, exit_code_for
 
-__all__ = ["AGENT", "FORMAT", "State", "emit", "handle_errors", "pass_state"]
+__all__ = ["AGENT", "FORMAT", "State", "click_options", "emit", "handle_errors", "pass_state"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,6 +25,29 @@ FORMAT = click.option(
     show_default=True,
     help="Output format.",
 )
+
+
+def click_options(options: tuple[Option, ...]) -> Callable[[F], F]:
+    """Decorate a command with ``options`` (``memrouter.cli.search_options``) as click options, in order."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            kind: Any = None
+            if option.limits is not None:
+                kind = click.IntRange(*option.limits)
+            elif option.choices:
+                kind = click.Choice(option.choices)
+            elif option.folder:
+                kind = click.Path(file_okay=False, path_type=str)
+            command = click.option(
+                *option.spellings, option.field, type=kind, multiple=option.takes == "values",
+                is_flag=option.takes == "flag", default=option.default, show_default=option.default is not None,
+                hidden=option.hidden, help=option.help,
+            )(command)  # fmt: skip
+        return command
+
+    return decorate
+
 
 AGENT = click.option(
     "--agent", default=None, metavar="ID", help="Act as agent ID (agent:ID) instead of you (user:<git user.name>)."

@@ -1,4 +1,4 @@
-"""``memrouter search``: the one implementation, and a parser for the fast path that skips click.
+"""``memrouter search``: the one implementation, and the fast path that reads its command line without click.
 
 Agents and hooks run ``memrouter search`` as a fresh process many times a
 day, so its start-up time is the latency they feel. Importing click and
@@ -6,52 +6,27 @@ building the whole command group costs more than the search itself; the
 console script (``memrouter.cli.console``) therefore recognises a plain
 ``search`` command line with :func:`parse_search_argv` and hands everything
 else (other commands, ``--help``, anything unusual or invalid) to the click
-group in ``cli.py``, which also calls :func:`run_search`. This module imports
-neither of them. The recogniser only accepts what click
-would accept and parse the same way; ``tests/test_search_command.py`` checks
-the two paths give identical results.
+group (``memrouter.cli.app``), which also calls :func:`run_search`. Both read
+the options from one table (``memrouter.cli.search_options``); this module
+imports neither click nor the group. ``tests/test_search_command.py`` checks
+that the two give identical results on generated command lines.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memrouter.core.model import MODES
-from memrouter.core.query import MAX_LIMIT
+from memrouter.cli.search_options import GROUP_OPTIONS, SEARCH_OPTIONS, Option
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from typing import Any
 
-FORMATS = ("text", "json")
-# option -> field of SearchRequest; every one takes a value
-_VALUE_OPTIONS = {
-    "--limit": "limit",
-    "-n": "limit",
-    "--mode": "mode",
-    "--prefix": "prefix",
-    "--as-of": "as_of",
-    "--origin": "origin",
-    "--source": "origin",  # the earlier spelling of --origin
-    "--format": "fmt",
-}
-_MULTIPLE_OPTIONS = {
-    "--channel": "channels",
-    "--kind": "kinds",
-    "--scope": "scopes",
-    "--status": "statuses",
-    "--tag": "tags",
-}
-_FLAGS = {
-    "--content": "content",
-    "--history": "include_history",
-    "--include-archived": "include_archived",
-    "--rerank": "rerank",
-}
-_GROUP_OPTIONS = {"--root": "root", "--index-dir": "index_dir"}
+_SEARCH = {spelling: option for option in SEARCH_OPTIONS for spelling in option.spellings}
+_GROUP = {spelling: option for option in GROUP_OPTIONS for spelling in option.spellings}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,78 +120,91 @@ def format_hits(hits: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None) -> SearchRequest | None:
+def parse_search_argv(argv: Sequence[str]) -> SearchRequest | None:
     """``argv`` (without the program name) as a search request, or None.
 
-    None means "let click decide": any other command, help, an option this
-    parser does not know, a missing or invalid value, or a second argument.
+    None means "let click decide": any other command, help, an option the tables of
+    ``memrouter.cli.search_options`` do not hold, a missing or invalid value, or a second argument. What it
+    accepts, click accepts and reads the same way (the same tables build the click command).
     """
-    env = os.environ if env is None else env
-    fields: dict[str, Any] = {
-        "root": env.get("MEMROUTER_ROOT") or None,
-        "index_dir": env.get("MEMROUTER_INDEX_DIR") or None,
-    }
     args = list(argv)
     position = 0
-    while position < len(args) and args[position].startswith("-"):
-        taken = _take_option(args, position)
-        if taken is None or taken[0] not in _GROUP_OPTIONS:
+    while position < len(args) and args[position].startswith("-"):  # the group's options, before the command
+        taken = _take(args, position, _GROUP)
+        if taken is None:
             return None
-        option, value, position = taken
-        fields[_GROUP_OPTIONS[option]] = value
-    if position >= len(args) or args[position] != "search":
+        position = taken
+    group = _read(args[:position], _GROUP)
+    if group is None or position >= len(args) or args[position] != "search":
         return None
-    multiple: dict[str, list[str]] = {}
     queries: list[str] = []
+    options: list[str] = []
     position += 1
     while position < len(args):
         arg = args[position]
-        if arg in _FLAGS:
-            fields[_FLAGS[arg]] = True
-            position += 1
-        elif arg.startswith("-") and arg != "-":
-            taken = _take_option(args, position)
+        if arg.startswith("-") and arg != "-":
+            taken = _take(args, position, _SEARCH)
             if taken is None:
                 return None
-            option, value, position = taken
-            if option in _VALUE_OPTIONS:
-                fields[_VALUE_OPTIONS[option]] = value
-            elif option in _MULTIPLE_OPTIONS:
-                multiple.setdefault(_MULTIPLE_OPTIONS[option], []).append(value)
-            else:
-                return None
+            options += args[position:taken]
+            position = taken
         else:
             queries.append(arg)
             position += 1
-    if len(queries) != 1 or not _valid(fields):
+    found = _read(options, _SEARCH)
+    if found is None or len(queries) != 1:
         return None
-    for option, values in multiple.items():
-        fields[option] = tuple(values)
-    limit = fields.pop("limit", None)
-    return SearchRequest(query=queries[0], limit=None if limit is None else int(limit), **fields)
+    fields = {**group, **found}
+    source = fields.pop("source", None)
+    fields["origin"] = fields.get("origin") or source
+    return SearchRequest(query=queries[0], **fields)
 
 
-def _take_option(args: list[str], position: int) -> tuple[str, str, int] | None:
-    """The option at ``position``, its value and the position after both; None if it has no value."""
-    option, equals, value = args[position].partition("=")
+def _take(args: list[str], position: int, table: dict[str, Option]) -> int | None:
+    """The position after the option at ``position`` (and its value); None when ``table`` lacks it or it has no value."""
+    spelling, equals, _ = args[position].partition("=")
+    option = table.get(spelling)
+    if option is None or (equals and option.takes == "flag"):
+        return None
     if equals:
-        return (option, value, position + 1) if option.startswith("--") else None  # click reads "-n=5" as "=5"
-    if position + 1 >= len(args):
-        return None
-    return option, args[position + 1], position + 2
+        return position + 1 if spelling.startswith("--") else None  # click reads "-n=5" as "=5"
+    if option.takes == "flag":
+        return position + 1
+    return position + 2 if position + 1 < len(args) else None
 
 
-def _valid(fields: Mapping[str, Any]) -> bool:
-    """True when click would accept these values as they are."""
-    limit = fields.get("limit", "10")
-    if not (limit.isascii() and limit.isdigit() and 1 <= int(limit) <= MAX_LIMIT):
+def _read(args: list[str], table: dict[str, Option]) -> dict[str, Any] | None:
+    """The fields of ``args`` (options as ``_take`` split them); None when a value is one click refuses."""
+    fields: dict[str, Any] = {}
+    position = 0
+    while position < len(args):
+        spelling, equals, value = args[position].partition("=")
+        option = table[spelling]
+        if option.takes == "flag":
+            fields[option.field] = True
+            position += 1
+            continue
+        if not equals:
+            value = args[position + 1]
+            position += 1
+        position += 1
+        if not _valid(option, value):
+            return None
+        if option.takes == "values":
+            fields[option.field] = (*fields.get(option.field, ()), value)
+        else:
+            fields[option.field] = int(value) if option.limits else value
+    return fields
+
+
+def _valid(option: Option, value: str) -> bool:
+    """True when click would accept ``value`` for ``option`` as it is."""
+    if option.limits is not None:
+        low, high = option.limits
+        return value.isascii() and value.isdigit() and low <= int(value) <= high
+    if option.choices and value not in option.choices:
         return False
-    if fields.get("mode") not in (None, *MODES) or fields.get("fmt", "text") not in FORMATS:
-        return False
-    for folder in (fields.get("root"), fields.get("index_dir")):
-        if folder is not None and (folder == "" or os.path.isfile(folder)):
-            return False  # click.Path(file_okay=False) has the message
-    return True
+    return not option.folder or (value != "" and not os.path.isfile(value))  # click.Path(file_okay=False)
 
 
 __all__ = ["SearchRequest", "format_hits", "parse_search_argv", "run_search"]

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from memrouter.cli.common import AGENT, FORMAT, State, emit, handle_errors, pass_state
-from memrouter.core.model import CHANNELS, KINDS, MODES, STATUSES
+from memrouter.cli.common import AGENT, FORMAT, State, click_options, emit, handle_errors, pass_state
+from memrouter.cli.search_options import SEARCH_OPTIONS
+from memrouter.core.model import CHANNELS, KINDS, STATUSES
 
 
 @click.command()
@@ -85,55 +86,9 @@ class _progress_bar:
 
 @click.command()
 @click.argument("query")
-@click.option(
-    "--limit",
-    "-n",
-    type=click.IntRange(1, 200),
-    default=None,
-    help="How many results (default from configuration: 10).",
-)
-@click.option(
-    "--mode", type=click.Choice(MODES), default=None, help="Retrieval mode (default from configuration: hybrid)."
-)
-@click.option("--channel", multiple=True, help="Only these channels (repeatable).")
-@click.option("--kind", multiple=True, help="Only these kinds (repeatable).")
-@click.option("--scope", multiple=True, help="Only these scopes (repeatable).")
-@click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
-@click.option("--tag", multiple=True, help="Only memories with every one of these tags.")
-@click.option("--prefix", default=None, help="Only names starting with this (a folder: 'ci/').")
-@click.option("--content", is_flag=True, help="Include each memory's full text (JSON).")
-@click.option("--history", is_flag=True, help="Also superseded, obsolete and expired memories, marked.")
-@click.option("--include-archived", is_flag=True, help="Also archived sprint memories, marked, after the others.")
-@click.option("--as-of", default=None, help="Search the memories as committed at this date (2026-01-05) or commit.")
-@click.option("--rerank", is_flag=True, help="Read the best candidates again, word by word (see [search] rerank).")
-@click.option(
-    "--origin",
-    default=None,
-    help="Only 'canonical', or only one external backend by name (fails with exit 3 if it is down).",
-)
-@click.option("--source", "source_alias", default=None, hidden=True)
-@FORMAT
+@click_options(SEARCH_OPTIONS)
 @pass_state
-def search(
-    state: State,
-    query: str,
-    limit: int | None,
-    mode: str | None,
-    channel: tuple[str, ...],
-    kind: tuple[str, ...],
-    scope: tuple[str, ...],
-    statuses: tuple[str, ...],
-    tag: tuple[str, ...],
-    prefix: str | None,
-    content: bool,
-    history: bool,
-    include_archived: bool,
-    as_of: str | None,
-    rerank: bool,
-    origin: str | None,
-    source_alias: str | None,
-    fmt: str,
-) -> None:
+def search(state: State, /, query: str, source: str | None, **options: Any) -> None:
     """Find the memories that best match QUERY.
 
     Without --channel the long-term and sprint channels are searched, and
@@ -141,12 +96,8 @@ def search(
     """
     from memrouter.cli.fast_search import SearchRequest, run_search
 
-    request = SearchRequest(
-        query, root=state.root, index_dir=state.index_dir, limit=limit, mode=mode, channels=channel,
-        kinds=kind, scopes=scope, statuses=statuses, tags=tag, prefix=prefix, content=content,
-        origin=origin or source_alias, fmt=fmt, include_history=history, include_archived=include_archived,
-        as_of=as_of, rerank=rerank,
-    )  # fmt: skip
+    options["origin"] = options["origin"] or source  # --source: the earlier spelling of --origin
+    request = SearchRequest(query, root=state.root, index_dir=state.index_dir, **options)
     code = run_search(request)
     if code:
         sys.exit(code)
