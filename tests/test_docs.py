@@ -90,3 +90,28 @@ def test_the_readmes_links_into_docs_resolve() -> None:
             page = (REPO / target).read_text(encoding="utf-8")
             headings = {slugify(title, "-") for title in re.findall(r"^#+ (.+)$", page, re.M)}
             assert anchor in headings, f"the README links to {target}#{anchor}, which is no heading there"
+
+
+def test_the_module_paths_the_docs_name_exist() -> None:
+    """A dotted ``memrouter.`` name in the docs is a module, or an attribute of one, that exists today."""
+    import importlib
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    missing = []
+    for page in pages:
+        for dotted in sorted(set(re.findall(r"\bmemrouter(?:\.[a-z_][a-z0-9_]*)+", page.read_text(encoding="utf-8")))):
+            if dotted in ("memrouter.toml", "memrouter.backends", "memrouter.embedders", "memrouter.project"):
+                continue  # the configuration file, the plugins' entry-point groups, a PostgreSQL setting
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found: object = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                for name in parts[cut:]:
+                    found = getattr(found, name, None)
+                if found is None:
+                    missing.append(f"{page.name}: {dotted}")
+                break
+    assert missing == []
