@@ -62,9 +62,8 @@ def shown(context: object) -> dict[str, str]:
 
 
 def locomo(conversations: int | None, rerank: bool = False) -> None:
-    from dataclasses import replace
-
     from memrouter import Config
+    from memrouter.core.records import replace
 
     data = json.loads(DATA.read_text(encoding="utf-8"))[:conversations]
     covered = {(kind, budget): 0 for kind in ("context", "naive") for budget in BUDGETS}

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from memrouter.core.records import replace
 
 HERE = Path(__file__).resolve().parent
 from _common import CORPUS, percentiles  # noqa: E402 - benchmarks run as scripts
@@ -49,7 +50,7 @@ def open_router(root: Path, index: Path, embed: str, graph_weight: float) -> obj
 
     config = Config.load(root=root, index_dir=index)
     weights = dict(config.search.weights) | {"graph": graph_weight}
-    config = dataclasses.replace(config, embedder=embed, search=dataclasses.replace(config.search, weights=weights))
+    config = replace(config, embedder=embed, search=replace(config.search, weights=weights))
     return Router.open(config=config, watch=False)
 
 

@@ -41,9 +41,8 @@ def main() -> None:
     if not args.corpus.is_dir():
         print(f"corpus {args.corpus} not found; skipping")
         return
-    from dataclasses import replace
-
     from memrouter import Config, Router
+    from memrouter.core.records import replace
     from memrouter.ops.evaluation import evaluate, load_golden
 
     work = Path(tempfile.mkdtemp(prefix="bench-hybrid-"))

@@ -15,13 +15,13 @@ import argparse
 import shutil
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from _common import CORPUS
 
 from memrouter import Config, Router
+from memrouter.core.records import replace
 
 MODELS = ("minilm", "minilm-int8")
 

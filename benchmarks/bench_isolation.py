@@ -27,7 +27,6 @@ rows of another project found (0 is the target).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import random
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from bench_load import make_projects
 from memrouter import Router
 from memrouter.config.settings import Config
 from memrouter.core.errors import NotFound
+from memrouter.core.records import replace
 from memrouter.team import Team
 from memrouter.testing.postgres_server import running_postgres
 
@@ -122,7 +122,7 @@ def main() -> None:
                 encoding="utf-8",
             )
             config = Config.load(root=root, index_dir=Path(tmp) / f"idx{number}")
-            router = Router(dataclasses.replace(config, embedder="hash"), watch=False)
+            router = Router(replace(config, embedder="hash"), watch=False)
             router.refresh(embed=True)
             router.publish()
             routers.append(router)

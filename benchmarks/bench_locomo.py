@@ -102,9 +102,8 @@ def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
 
 
 def run(data: list[dict], modes: list[str], settings: list[str], work: Path) -> dict[str, dict]:  # type: ignore[type-arg]
-    from dataclasses import replace
-
     from memrouter import Config, Router
+    from memrouter.core.records import replace
 
     runs = [f"{mode}/{setting}" for mode in modes for setting in settings]
     results: dict[str, dict[str, list[dict[str, float]]]] = {r: defaultdict(list) for r in runs}

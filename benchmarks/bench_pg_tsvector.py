@@ -16,12 +16,13 @@ fixed query list. The issue's rule: keep the variant within 0.02 of SQLite.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from memrouter.core.records import replace
 
 HERE = Path(__file__).resolve().parent
 from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
@@ -77,9 +78,9 @@ def main() -> None:
                     print(f"{label}: {corpus} not found; skipped")
                     continue
                 loaded = Config.load(root=corpus, index_dir=work / label)
-                keyed = dataclasses.replace(loaded.index, project=label)
-                local = dataclasses.replace(loaded, embedder="hash", index=keyed)
-                shared = dataclasses.replace(local, index=dataclasses.replace(keyed, url=server.url))
+                keyed = replace(loaded.index, project=label)
+                local = replace(loaded, embedder="hash", index=keyed)
+                shared = replace(local, index=replace(keyed, url=server.url))
                 with Router(local, watch=False) as sqlite_router:
                     sqlite_router.refresh()
                     sqlite_router.publish(server.url)

@@ -15,11 +15,12 @@ Usage: python benchmarks/bench_postgres.py [--corpus DIR] [--embed minilm|hash] 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from memrouter.core.records import replace
 
 HERE = Path(__file__).resolve().parent
 from _common import CORPUS, QUERIES, percentiles  # noqa: E402 - benchmarks run as scripts
@@ -58,9 +59,9 @@ def main() -> None:
                 golden, root = GOLDEN[label]
                 corpus = root or args.corpus
                 loaded = Config.load(root=corpus, index_dir=work / label)
-                keyed = dataclasses.replace(loaded.index, project=label)  # the corpora have no git remote to name them
-                local = dataclasses.replace(loaded, embedder=args.embed, index=keyed)
-                shared = dataclasses.replace(local, index=dataclasses.replace(keyed, url=server.url))
+                keyed = replace(loaded.index, project=label)  # the corpora have no git remote to name them
+                local = replace(loaded, embedder=args.embed, index=keyed)
+                shared = replace(local, index=replace(keyed, url=server.url))
                 with Router(local, watch=False) as sqlite_router:
                     started = time.perf_counter()
                     sqlite_router.refresh(embed=True)

@@ -21,10 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from memrouter import Router
+from memrouter.core.records import replace
 from memrouter.external.backends.split import split_content
 from memrouter.external.sync.engine import draft_for
 from memrouter.testing.forgetful_server import FakeForgetfulStore

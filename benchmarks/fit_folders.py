@@ -17,11 +17,11 @@ import argparse
 import json
 import tempfile
 from collections import defaultdict
-from dataclasses import replace
 from pathlib import Path
 
 from memrouter import Router
 from memrouter.config.settings import Config
+from memrouter.core.records import replace
 from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
 
 HERE = Path(__file__).resolve().parent

@@ -90,7 +90,7 @@ Reader = Callable[[Router, str], Record]
 
 
 def load(root: Path, index_dir: Path) -> Config:
-    from dataclasses import replace
+    from memrouter.core.records import replace
 
     config = Config.load(root=root, index_dir=index_dir)
     return replace(config, embedder=EMBEDDER)

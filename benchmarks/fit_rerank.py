@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from fit_fusion import POOL, cached_records, lists_for
 
 from memrouter import Config, Router
 from memrouter.core.model import Filters
+from memrouter.core.records import replace
 from memrouter.index import search as searching
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.sqlite.rerank import SHARES, Reading, Shares, read_again, rescored

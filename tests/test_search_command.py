@@ -179,7 +179,7 @@ def test_the_console_script_searches_without_importing_click(memories: Path, tmp
         {
             "memrouter.index.sqlite.dense", "memrouter.index.chunking", "memrouter.store.parse", "memrouter.store.markdown",
             "memrouter.team", "memrouter.cli.app", "json", "typing", "threading", "memrouter.ops.lifecycle",
-            "memrouter.store.sprints",
+            "memrouter.store.sprints", "dataclasses", "inspect", "memrouter.index.sqlite.rerank",
         }
     )  # fmt: skip
     helped = subprocess.run(

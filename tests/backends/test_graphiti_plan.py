@@ -68,7 +68,7 @@ def test_an_invalidated_memory_ends_its_edges() -> None:
 
 
 def test_a_draft_without_the_memrouter_context_is_refused() -> None:
-    from dataclasses import replace
+    from memrouter.core.records import replace
 
     with pytest.raises(InvalidInput):
         plan_memory(replace(draft("a"), context="somewhere"), "proj")

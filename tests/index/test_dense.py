@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ from helpers import write
 
 from memrouter import Router
 from memrouter.config.settings import Config
+from memrouter.core.records import replace
 from memrouter.embed.hashing import HashEmbedder
 
 
@@ -26,7 +26,7 @@ class CountingEmbedder(HashEmbedder):
 
 
 def open_router(memories: Path, index_dir: Path, embedder: HashEmbedder) -> Router:
-    config = dataclasses.replace(Config.load(root=memories, index_dir=index_dir), embedder="hash")
+    config = replace(Config.load(root=memories, index_dir=index_dir), embedder="hash")
     router = Router(config)
     router.workspace.index.dense._factory = lambda: embedder  # the same deterministic embedder, counted
     router.workspace.index.dense._model_id = embedder.model_id

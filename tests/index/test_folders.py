@@ -145,9 +145,8 @@ def test_coverage_counts_borrowed_terms_but_not_in_the_idf(router: Router) -> No
 
 
 def test_dense_search_lends_through_the_real_model(tmp_path: Path) -> None:
-    from dataclasses import replace
-
     from memrouter.config.settings import Config
+    from memrouter.core.records import replace
 
     root = tmp_path / "memories"
     for folder, domain in PROJECTS.items():

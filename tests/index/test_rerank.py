@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from memrouter import Router
 from memrouter.config.settings import Config
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import Match
+from memrouter.core.records import replace
 from memrouter.index.fusion import Fused
 from memrouter.index.sqlite.rerank import DEPTH, SHARES, Reading, Shares, rescored
 from memrouter.index.sqlite.token_vectors import TokenFilter, pack, unpack

@@ -6,7 +6,6 @@ are: each runs once per store (``conftest.STORES``).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -36,6 +35,7 @@ from test_router import (
 
 from memrouter import Router
 from memrouter.config.settings import Config
+from memrouter.core.records import replace
 
 __all__ = [
     "test_any_filter_value_is_a_result_or_invalid_input", "test_bad_saves_change_nothing",
@@ -50,7 +50,7 @@ __all__ = [
 
 def hashing_router(memories: Path, index_dir: Path) -> Router:
     """A router embedding with the deterministic hashing embedder (no model files)."""
-    return Router(dataclasses.replace(Config.load(root=memories, index_dir=index_dir), embedder="hash"))
+    return Router(replace(Config.load(root=memories, index_dir=index_dir), embedder="hash"))
 
 
 # Each names something of every sample memory, so no two memories tie on similarity: the order of ties is

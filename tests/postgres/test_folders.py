@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import psycopg
@@ -12,6 +11,7 @@ from postgres.support import assert_no_fallback
 
 from memrouter import Router
 from memrouter.config.settings import Config
+from memrouter.core.records import replace
 
 QUESTIONS = (
     "karaoke app: which command starts the background worker?",
@@ -32,7 +32,7 @@ def _memories(root: Path) -> Path:
 
 
 def _router(root: Path, index_dir: Path, embedder: str = "hash") -> Router:
-    return Router(dataclasses.replace(Config.load(root=root, index_dir=index_dir), embedder=embedder), watch=False)
+    return Router(replace(Config.load(root=root, index_dir=index_dir), embedder=embedder), watch=False)
 
 
 def _use_postgres(monkeypatch: pytest.MonkeyPatch, url: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from memrouter import Router
 from memrouter.config.settings import Config
 from memrouter.core.errors import Conflict, NotFound
 from memrouter.core.model import Filters
+from memrouter.core.records import replace
 from memrouter.index.postgres.connect import Database
 from memrouter.index.postgres.scope import ProjectScope
 from memrouter.index.postgres.store import PgIndex
@@ -54,7 +54,7 @@ def projects(tmp_path: Path, database_url: str) -> Iterator[list[Router]]:
         (root.parent.parent / "memrouter.toml").write_text(
             f'[index]\nurl = "{database_url}"\nproject = "p{number}"\n', encoding="utf-8"
         )
-        config = dataclasses.replace(Config.load(root=root, index_dir=tmp_path / f"idx{number}"), embedder="hash")
+        config = replace(Config.load(root=root, index_dir=tmp_path / f"idx{number}"), embedder="hash")
         router = Router(config)
         router.refresh(embed=True)
         router.publish()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from postgres.support import assert_no_fallback
 
 from memrouter import Router
 from memrouter.config.settings import Config
+from memrouter.core.records import replace
 from memrouter.index.postgres.shared import SharedDatabases
 from memrouter.testing.postgres_server import running_postgres, start_again, stop
 
@@ -21,7 +21,7 @@ def project(base: Path, key: str, url: str) -> Config:
     for name, text in SAMPLE.items():
         write(root, name, f"{text}\nMarker {key}word.\n")
     config = Config.load(root=root, index_dir=base / key / "index", env={})
-    return dataclasses.replace(config, index=dataclasses.replace(config.index, url=url, project=key))
+    return replace(config, index=replace(config.index, url=url, project=key))
 
 
 def found(router: Router, query: str) -> set[str]:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from memrouter.cli.search_options import GROUP_OPTIONS, SEARCH_OPTIONS, Option
+from memrouter.core.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ _SEARCH = {spelling: option for option in SEARCH_OPTIONS for spelling in option.
 _GROUP = {spelling: option for option in GROUP_OPTIONS for spelling in option.spellings}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchRequest:
     """A ``memrouter search`` command line, parsed."""
 
@@ -98,9 +98,8 @@ def run_search(request: SearchRequest) -> int:
 def configured(root: str | None, index_dir: str | None, *, rerank: bool = False) -> Any:
     """The project's configuration; ``rerank`` turns the second stage on for this command
     (``[search] rerank``)."""
-    from dataclasses import replace
-
     from memrouter.config.settings import Config
+    from memrouter.core.records import replace
 
     config = Config.load(root=root, index_dir=index_dir)
     return replace(config, search=replace(config.search, rerank=True)) if rerank else config

@@ -10,17 +10,16 @@ neither click nor anything a search does not need.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memrouter.core.model import MODES
 from memrouter.core.query import MAX_LIMIT
+from memrouter.core.records import record
 
 __all__ = ["FORMATS", "GROUP_OPTIONS", "SEARCH_OPTIONS", "Option"]
 
 FORMATS = ("text", "json")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Option:
     """One option: its spellings (the first is the name), the field of ``SearchRequest`` it sets, and what it takes.
 

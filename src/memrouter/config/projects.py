@@ -25,12 +25,13 @@ import hmac
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memrouter.config.settings import MEMORIES, Config
 from memrouter.core.errors import ConfigError
+from memrouter.core.records import replace
 
 __all__ = ["PROJECT_KEY", "Grant", "ProjectEntry", "ServedProjects", "load_projects"]
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import MODES
+from memrouter.core.records import field, record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SearchConfig:
     """Search defaults: mode, fusion weights, and how often to look for changed files."""
 
@@ -110,7 +110,7 @@ TIME_WORDS = ("filter", "boost", "off")
 FUSIONS = ("adaptive", "fixed")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IndexConfig:
     """How the index behaves among many processes."""
 
@@ -128,7 +128,7 @@ class IndexConfig:
     ef_search: int = 500  # pgindex.connect.EF_SEARCH
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JanitorConfig:
     """Usage-based ranking decay and the janitor's idea of stale (``memrouter.index.sqlite.access``)."""
 
@@ -140,7 +140,7 @@ class JanitorConfig:
     workflow_idle_days: float = 14.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContextConfig:
     """Context assembly (``memrouter.ops.context``)."""
 
@@ -148,7 +148,7 @@ class ContextConfig:
     margin: float = 0.05
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Config:
     """Everything a Router needs, resolved to absolute paths."""
 

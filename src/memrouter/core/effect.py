@@ -19,9 +19,8 @@ Times are UTC ISO 8601 text (a date is its midnight), compared as text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from memrouter.core.model import PENDING
+from memrouter.core.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -35,7 +34,7 @@ __all__ = ["HISTORY_RULES", "PENDING", "RECORD_PATTERN", "RULES", "TIMED_RULES",
 RECORD_PATTERN = "sprints/*/_sprint"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Rule:
     """One reason a memory is out of effect, as a condition on its fields that a store renders.
 

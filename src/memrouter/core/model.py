@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from memrouter.core.records import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def channel_for_kind(kind: str | None, name: str = "") -> str:
     return "long_term"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Memory:
     """One canonical memory: a markdown file under the memories root.
 
@@ -105,7 +105,7 @@ class Memory:
     superseded_by: str | None = None
     expires: str | None = None
     anchors: tuple[str, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
     problems: tuple[str, ...] = ()
 
     def to_dict(self, *, content: bool = True) -> dict[str, Any]:
@@ -139,7 +139,7 @@ class Memory:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MemorySummary:
     """One memory as listed: what the index knows of it, without its text."""
 
@@ -167,7 +167,7 @@ class MemorySummary:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Match:
     """Why a hit was found: one retriever, its rank (1-based) and raw score."""
 
@@ -183,7 +183,7 @@ class Match:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Provenance:
     """Where a memory came from: who wrote it, from what, when, how sure, and who verified it.
 
@@ -209,7 +209,7 @@ class Provenance:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Hit:
     """One search result, from the canonical files or an external service."""
 
@@ -254,7 +254,7 @@ class Hit:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Filters:
     """Restrictions applied inside every retriever, so a filter never empties the pool.
 
@@ -289,7 +289,7 @@ class Filters:
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Relation:
     """One typed edge of the knowledge graph: ``source`` -``type``-> ``target``.
 
@@ -318,7 +318,7 @@ class Relation:
         }  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Entity:
     """A node of the knowledge graph: a memory, or an entity some memories name.
 
@@ -339,7 +339,7 @@ class Entity:
         }  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Related:
     """A node reached from another in ``depth`` hops, by the relations in ``via`` (in order)."""
 
@@ -352,7 +352,7 @@ class Related:
         return {"name": self.name, "kind": self.kind, "depth": self.depth, "via": [r.to_dict() for r in self.via]}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GraphPath:
     """The shortest typed path between two nodes (``relations`` empty and ``found`` false when none)."""
 

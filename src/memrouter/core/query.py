@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import replace
 
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import CHANNELS, PENDING, SEARCHED_CHANNELS, STATUSES, Filters
 from memrouter.core.names import MAX_NAME_LENGTH
+from memrouter.core.records import replace
 
 __all__ = [
     "MAX_FILTER_CHARS",

@@ -14,8 +14,9 @@ March"; never "may" the verb); a bare year only after such a word too.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
+
+from memrouter.core.records import record, replace
 
 __all__ = ["TimeWords", "find_time_words"]
 
@@ -75,7 +76,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = []
 _SPACES = re.compile(r"\s{2,}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TimeWords:
     """A time phrase found in a query.
 

@@ -8,14 +8,14 @@ so retrievers with incomparable score scales (BM25, cosine) mix fairly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from memrouter.core.model import Match
+from memrouter.core.records import record
 
 __all__ = ["Ranked", "Fused", "reciprocal_rank_fusion"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Ranked:
     """One retriever's candidate: a memory row id, its raw score, optional detail.
 
@@ -29,7 +29,7 @@ class Ranked:
     offset: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fused:
     """A fused result: the row id, the fused score, why (per retriever) and a body offset if known."""
 

@@ -26,16 +26,15 @@ from __future__ import annotations
 import builtins
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from memrouter.config.settings import Config
 from memrouter.core.model import Filters, Hit, Match, Provenance
+from memrouter.core.records import record, replace
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.sqlite import queries
 from memrouter.index.sqlite.keeper import IndexKeeper
 from memrouter.index.sqlite.lexical import snippet
-from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH
 from memrouter.index.text import query_terms
 
 TYPE_CHECKING = False
@@ -78,7 +77,7 @@ def dense_weight(
     return high + (configured - high) * (coverage - low_at) / (high_at - low_at)
 
 
-@dataclass
+@record(frozen=False)
 class SearchPipeline:
     """One workspace's searches: candidates from ``reader``, everything else from the local ``index``."""
 
@@ -140,7 +139,12 @@ class SearchPipeline:
             detail = f"lexical {weights.get('lexical', 1.0):g}, dense {weights['dense']:g}: the best lexical hit holds {coverage:.0%} of the query"
             notes = (*notes, Match("weights", 0, weights["dense"], detail))
         reranking = self.config.search.rerank and bool(lists.get("dense"))
-        depth = None if widened else max(limit, RERANK_DEPTH) if reranking else limit
+        if reranking:
+            from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH  # loaded only when reranking
+
+            depth = None if widened else max(limit, RERANK_DEPTH)
+        else:
+            depth = None if widened else limit
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, depth)
         # usage decay (memrouter.index.sqlite.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from memrouter.config.settings import Config
 from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.core.records import replace
 from memrouter.index.sqlite.recordtime import git_head
 from memrouter.ops.history import DATE, resolve_revision
 from memrouter.repo.git import GitSession

@@ -22,11 +22,11 @@ import functools
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import PENDING, Memory
+from memrouter.core.records import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a search loads this module
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ AUDIT_FILE = "audit.jsonl"
 MAX_READ = 10_000
 
 
-@dataclass
+@record(frozen=False)
 class Operation:
     """The write call in progress: its name, and what a review adds to its lines."""
 
@@ -166,7 +166,7 @@ class MemoryAudit:
         return self._default_actor
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AuditEntry:
     """One line of the audit log: a memory change or a team-channel operation (its ids in ``ids``)."""
 
@@ -178,7 +178,7 @@ class AuditEntry:
     after: str | None = None
     verdict: str | None = None
     reason: str | None = None
-    ids: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    ids: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def time(self) -> str:

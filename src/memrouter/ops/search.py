@@ -10,12 +10,12 @@ the healthy external services (canonical first, ``memrouter.external.merge``).
 from __future__ import annotations
 
 import builtins
-from dataclasses import replace
 
 from memrouter.core.effect import HISTORY_RULES, out_of_effect
 from memrouter.core.errors import InvalidInput
 from memrouter.core.model import MODES, Hit
 from memrouter.core.query import check_limit, check_query, iso_time, make_filters, search_filters
+from memrouter.core.records import replace
 from memrouter.index.search import CANONICAL
 from memrouter.index.sqlite.queries import validity_rows
 from memrouter.ops.workspace import Workspace

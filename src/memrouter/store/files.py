@@ -22,12 +22,12 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import Memory
 from memrouter.core.names import SUFFIX, name_for_path, path_for_name, validate_name
+from memrouter.core.records import record, replace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ STALE_TEMP_AGE = 3600.0
 _TEMP_SUFFIX = ".tmp"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FileStat:
     """What a stat scan sees of one memory file."""
 
@@ -52,7 +52,7 @@ class FileStat:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Written:
     """A memory as just written, with the stat of the very file this write made."""
 

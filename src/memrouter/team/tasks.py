@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.records import replace
 from memrouter.team.agents import stale_agent_ids, touch
 from memrouter.team.checks import check_id, check_int, check_names, check_plain_text, check_seconds, encode, new_id
 from memrouter.team.records import TASK_STATES, Task

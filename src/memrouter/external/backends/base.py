@@ -26,10 +26,11 @@ protocol), ``NotFound`` (no remote memory with that id) and ``InvalidInput``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from memrouter.core.model import Hit, Match
+from memrouter.core.records import replace
 from memrouter.store.parse import content_hash
 
 if TYPE_CHECKING:

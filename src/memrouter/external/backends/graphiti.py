@@ -243,6 +243,6 @@ class GraphitiBackend:
 
 
 def _with_episode(plan: Any, episode: str) -> Any:
-    from dataclasses import replace
+    from memrouter.core.records import replace
 
     return replace(plan, episode_uuid=episode)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from memrouter.config.settings import redacted_url
 from memrouter.core.errors import ConfigError
+from memrouter.core.records import replace
 from memrouter.index.fusion import Ranked
 from memrouter.index.graph.view import GraphView
 from memrouter.index.postgres.connect import Database
@@ -120,7 +121,6 @@ class PostgresReader:
         return self._graph[1]
 
     def summaries(self, filters: Filters) -> list[MemorySummary]:
-        from dataclasses import replace  # lazy: only a listing needs it
 
         return [replace(summary, path=str(self.root / summary.path)) for summary in self._rows().summaries(filters)]
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from dataclasses import dataclass, replace
 
 from memrouter.core.errors import IndexBusy
 from memrouter.core.lazylog import LazyLogger
+from memrouter.core.records import record, replace
 from memrouter.index.fusion import Fused
 from memrouter.index.sqlite.connection import transaction
 
@@ -41,7 +41,7 @@ DAY = 86400.0
 log = LazyLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Access:
     """One memory's use: how many times it was returned, and when last (epoch seconds; None if never)."""
 

@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from memrouter.core.query import iso_time
+from memrouter.core.records import replace
 from memrouter.index.sqlite.recordtime import git_top, record_times, refresh_record_times
 
 TYPE_CHECKING = False
@@ -183,7 +184,6 @@ class ActivityTimes:
         """
         if memory.created is not None and memory.updated is not None:
             return memory
-        from dataclasses import replace
 
         self.refresh(conn)
         found = record_times(conn, [memory.name]).get(memory.name)

@@ -13,9 +13,9 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from memrouter.core.model import Memory
+from memrouter.core.records import field, record
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.lexical import document_terms
 from memrouter.index.sqlite.postings import PostingsWriter
@@ -34,7 +34,7 @@ __all__ = [
 Progress = Callable[[int, int], None]
 
 
-@dataclass(slots=True)
+@record(frozen=False)
 class RefreshReport:
     """What one refresh did; ``changed`` lists names added or updated."""
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
 
 from memrouter.core.errors import IndexCorrupt
+from memrouter.core.records import record
 from memrouter.index.sqlite.connection import enable_wal, transaction
 from memrouter.index.sqlite.refresh import rebuild_postings
 
@@ -34,7 +34,7 @@ __all__ = [
 APPLICATION_ID = 0x4D525452
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Migration:
     """A named, ordered schema step: SQL text or a function of the connection."""
 

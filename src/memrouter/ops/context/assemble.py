@@ -25,12 +25,12 @@ counts (``memrouter.ops.context.tokens``) and a margin for other tokenizers (``[
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrouter.core.errors import BackendUnavailable, InvalidInput, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
+from memrouter.core.records import replace
 from memrouter.index.text import query_terms, tokens
 from memrouter.ops.context.records import Context, ContextItem
 from memrouter.ops.context.render import FORMATS, render

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 
 from memrouter.core.effect import PENDING, RULES, out_of_effect
 from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.core.query import iso_time
+from memrouter.core.records import replace
 from memrouter.index.sqlite.queries import consolidation_rows
 from memrouter.ops.janitor.analyse import analyse
 from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
