@@ -1,4 +1,4 @@
-"""Access counts: noted by get and search, written in batches, kept in the index, feeding the optional decay."""
+"""Access counts: noted by get and search, written in batches to usage.sqlite (never the index), feeding the decay."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ class Clock:
 
 
 def rows(index_dir: Path) -> dict[str, tuple[int, float]]:
-    with sqlite3.connect(index_dir / "index.sqlite") as conn:
+    if not (index_dir / "usage.sqlite").exists():
+        return {}
+    with sqlite3.connect(index_dir / "usage.sqlite") as conn:
         return {name: (count, last) for name, count, last in conn.execute("SELECT * FROM memory_access")}
 
 
@@ -31,7 +33,7 @@ def test_get_and_search_are_counted_in_one_batch_written_at_close(memories: Path
         router.get("conventions/commit-messages")
         names = [hit.name for hit in router.search("flaky", mode="lexical")]
         assert names and rows(tmp_path / "idx") == {}  # noted in memory: no write per read
-        stats = router.workspace.index.access.stats(router.workspace.conn)
+        stats = router.workspace.index.access.stats()
         assert stats["conventions/commit-messages"] == Access(1, clock.now)
         assert {name for name in names} <= set(stats)
     written = rows(tmp_path / "idx")
@@ -57,15 +59,15 @@ def test_a_busy_index_keeps_the_notes_for_the_next_flush(memories: Path, tmp_pat
     clock = Clock()
     with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False, clock=clock) as router:
         router.get("ci/flaky-tests")
-        other = sqlite3.connect(tmp_path / "idx" / "index.sqlite")
-        other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+        other = sqlite3.connect(tmp_path / "idx" / "usage.sqlite")
+        other.execute("BEGIN IMMEDIATE")  # another process holds the counts' write lock
         try:
-            assert router.workspace.index.access.flush(router.workspace.conn) is False
+            assert router.workspace.index.access.flush() is False
             assert router.workspace.index.access.pending == 1
         finally:
             other.rollback()
             other.close()
-        assert router.workspace.index.access.flush(router.workspace.conn) is True
+        assert router.workspace.index.access.flush() is True
     assert rows(tmp_path / "idx") == {"ci/flaky-tests": (1, clock.now)}
 
 
@@ -97,3 +99,41 @@ def test_janitor_decay_reorders_search_by_use_only_when_configured(tmp_path: Pat
                 assert ranked == plain  # no decay: use never changes the ranking
             else:
                 assert ranked[0] == expected_first and router.status()["config"]["janitor"]["decay"] == decay
+
+
+def test_a_search_never_writes_the_index(memories: Path, tmp_path: Path) -> None:
+    """A process that only reads leaves the index file and its write-ahead log as they were."""
+    with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False) as router:
+        router.refresh()
+    index = tmp_path / "idx" / "index.sqlite"
+    before = index.stat().st_mtime_ns, index.read_bytes()
+    with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False) as router:
+        assert router.search("flaky", mode="lexical") and router.get("ci/flaky-tests")
+    assert (index.stat().st_mtime_ns, index.read_bytes()) == before
+    assert not (tmp_path / "idx" / "index.sqlite-wal").exists()
+    assert rows(tmp_path / "idx")["ci/flaky-tests"][0] >= 1
+
+
+def test_counts_kept_in_the_index_move_to_usage_sqlite(memories: Path, tmp_path: Path) -> None:
+    from memrouter.index.sqlite.connection import connect
+    from memrouter.index.sqlite.schema import MIGRATIONS, migrate
+
+    index_dir = tmp_path / "idx"
+    index_dir.mkdir()
+    conn = connect(index_dir / "index.sqlite")
+    migrate(conn, [m for m in MIGRATIONS if m.name != "0500_usage_moves_out"])
+    conn.execute("INSERT INTO memory_access (name, count, last_access) VALUES ('ci/flaky-tests', 4, 1.5)")
+    conn.close()
+    with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
+        assert router.workspace.index.access.stats()["ci/flaky-tests"] == Access(4, 1.5)
+        tables = {row[0] for row in router.workspace.conn.execute("SELECT name FROM sqlite_master")}
+        assert "memory_access" not in tables
+
+
+def test_damaged_counts_start_again_from_zero(memories: Path, tmp_path: Path) -> None:
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "usage.sqlite").write_bytes(b"not a database" * 100)
+    with Router.open(root=memories, index_dir=tmp_path / "idx", watch=False) as router:
+        router.get("ci/flaky-tests")
+        assert router.workspace.index.access.stats()["ci/flaky-tests"].count == 1
+    assert rows(tmp_path / "idx")["ci/flaky-tests"][0] == 1

@@ -1,12 +1,15 @@
-"""How often, and how lately, each memory was returned: counts kept in the index, never in the files.
+"""How often, and how lately, each memory was returned: counts kept beside the index, never in the files.
 
 ``get`` and ``search`` note the names they return in memory (``AccessLog.note``);
-the notes reach the ``memory_access`` table in one short write transaction at
-most every ``FLUSH_SECONDS`` (or ``FLUSH_NAMES`` names), when a reader of the
-counts asks, and when the router closes. A search therefore never opens a write
-transaction of its own, and a flush that finds the index busy keeps its notes
-for the next one. The counts are usage, not knowledge: an index rebuilt from the
-files starts them again from zero.
+the notes reach the ``memory_access`` table of ``usage.sqlite`` (beside
+``index.sqlite``) in one short transaction at most every ``FLUSH_SECONDS`` (or
+``FLUSH_NAMES`` names), and when the router closes. A search therefore never
+writes the index: a process that only reads closes its index without a
+checkpoint. ``usage.sqlite`` is a plain rollback-journal database that never
+waits for the disk (``synchronous = OFF``): the counts are usage, not knowledge,
+so a crash may lose the last batch, and a damaged file is started again from
+zero, as an index rebuilt from the files starts them. A flush that finds it busy
+keeps its notes for the next one.
 
 They feed two things: the janitor's report (never-accessed and stale memories)
 and an optional ranking decay (``[janitor] decay``, off by default): a memory
@@ -20,23 +23,31 @@ from __future__ import annotations
 import math
 import sqlite3
 
-from memrouter.core.errors import IndexBusy
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.records import record, replace
 from memrouter.index.fusion import Fused
-from memrouter.index.sqlite.connection import transaction
+from memrouter.index.sqlite.connection import is_damage
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from pathlib import Path
 
-__all__ = ["FLUSH_NAMES", "FLUSH_SECONDS", "Access", "AccessLog", "decay_factor"]
+__all__ = ["FLUSH_NAMES", "FLUSH_SECONDS", "USAGE_FILE", "Access", "AccessLog", "UsageFile", "decay_factor"]
 
 FLUSH_SECONDS = 30.0
 FLUSH_NAMES = 2000
 # A flush waits at most this long for other writers (seconds); its notes wait for the next one otherwise.
 FLUSH_WAIT = 0.2
 DAY = 86400.0
+USAGE_FILE = "usage.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_access (
+    name TEXT PRIMARY KEY,
+    count INTEGER NOT NULL DEFAULT 0,
+    last_access REAL NOT NULL
+) WITHOUT ROWID;
+"""
 
 log = LazyLogger(__name__)
 
@@ -58,10 +69,55 @@ def decay_factor(access: Access, since: float, now: float, strength: float, stal
     return 1.0 - strength * (1.0 - math.pow(0.5, idle_days / span))
 
 
+class UsageFile:
+    """``usage.sqlite``: the counts' own database, opened on first use (see the module docstring).
+
+    ``path`` None keeps the counts in memory (an index in memory, or a folder that cannot be written).
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._connect(":memory:")
+        try:
+            return self._connect(str(self.path))
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                log.warning("usage counts in %s were damaged (%s); counting again from zero", self.path, exc)
+                self.path.unlink(missing_ok=True)
+                return self._connect(str(self.path))
+            if isinstance(exc, sqlite3.OperationalError) and "unable to open" in str(exc):
+                log.warning("usage counts cannot be kept in %s (%s); counting in memory", self.path, exc)
+                return self._connect(":memory:")
+            raise
+
+    @staticmethod
+    def _connect(target: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(target, timeout=FLUSH_WAIT, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA synchronous = OFF")  # usage, not knowledge: never wait for the disk
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
 class AccessLog:
     """Access notes of one router, held in memory and written in batches (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, usage: UsageFile) -> None:
+        self.usage = usage
         self._pending: dict[str, list[float]] = {}  # name -> [count, last access]
         self._oldest: float | None = None
 
@@ -80,34 +136,35 @@ class AccessLog:
             self._oldest = now
         return self._oldest is not None and (now - self._oldest >= FLUSH_SECONDS or len(self._pending) >= FLUSH_NAMES)
 
-    def flush(self, conn: sqlite3.Connection) -> bool:
-        """Write the pending notes in one transaction; False (notes kept) when the index stays busy."""
+    def flush(self) -> bool:
+        """Write the pending notes in one transaction; False (notes kept) when the counts stay busy."""
         if not self._pending:
             return True
         rows = [(name, int(count), last) for name, (count, last) in self._pending.items()]
-        saved = getattr(conn, "write_wait", None)
-        if saved is not None:
-            conn.write_wait = min(saved, FLUSH_WAIT)  # type: ignore[attr-defined]
         try:
-            with transaction(conn):
+            conn = self.usage.conn
+            conn.execute("BEGIN IMMEDIATE")  # waits up to FLUSH_WAIT for another writer (the connection's timeout)
+            try:
                 conn.executemany(
                     "INSERT INTO memory_access (name, count, last_access) VALUES (?, ?, ?) "
                     "ON CONFLICT(name) DO UPDATE SET count = count + excluded.count, "
                     "last_access = max(last_access, excluded.last_access)",
                     rows,
                 )
-        except (IndexBusy, sqlite3.OperationalError) as exc:  # busy, or an index that cannot be written now
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:  # busy, or a folder that cannot be written now
             log.warning("access counts not written yet: %s", exc)
             return False
-        finally:
-            if saved is not None:
-                conn.write_wait = saved  # type: ignore[attr-defined]
         self._pending.clear()
         self._oldest = None
         return True
 
-    def stats(self, conn: sqlite3.Connection, names: Iterable[str] | None = None) -> dict[str, Access]:
+    def stats(self, names: Iterable[str] | None = None) -> dict[str, Access]:
         """The counts of ``names`` (every counted memory when None), pending notes included."""
+        conn = self.usage.conn
         wanted = None if names is None else list(dict.fromkeys(names))
         if wanted is None:
             cursor = conn.execute("SELECT name, count, last_access FROM memory_access")
@@ -135,7 +192,7 @@ class AccessLog:
             row[0]: (row[1], row[2])
             for row in conn.execute(f"SELECT id, name, indexed_at FROM memories WHERE id IN ({marks})", ids)
         }
-        stats = self.stats(conn, [name for name, _ in rows.values()])
+        stats = self.stats([name for name, _ in rows.values()])
         rescored = []
         for item in fused:
             name, since = rows.get(item.memory_id, ("", now))

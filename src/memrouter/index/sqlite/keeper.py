@@ -19,7 +19,7 @@ from memrouter.core.errors import IndexBusy, IndexCorrupt, StorageError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.index.folders import FOLDER_SHARE
 from memrouter.index.sqlite import db, queries
-from memrouter.index.sqlite.access import AccessLog
+from memrouter.index.sqlite.access import USAGE_FILE, AccessLog, UsageFile
 from memrouter.index.sqlite.connection import DEFAULT_WRITE_WAIT
 from memrouter.index.sqlite.lexical import LexicalIndex
 from memrouter.index.sqlite.refresh import (
@@ -83,8 +83,9 @@ class IndexKeeper:
         self._lock = lock
         self.file = db.IndexFile(index_path, write_wait=write_wait)
         self.lexical = LexicalIndex(folder_share=self.folder_share)
-        # How often each memory was returned, written in batches (memrouter.index.sqlite.access).
-        self.access = AccessLog()
+        # How often each memory was returned, written in batches to usage.sqlite (memrouter.index.sqlite.access).
+        usage = None if self.file.in_memory else index_path.parent / USAGE_FILE
+        self.access = AccessLog(UsageFile(usage))
         self.last_report: RefreshReport | None = None
         # Writes whose file stands but whose index update waited too long (the next refresh indexes them).
         self.unindexed: list[str] = []
@@ -162,9 +163,10 @@ class IndexKeeper:
                 self._watcher.close()
             if self.access.pending:
                 try:
-                    self.access.flush(self.conn)
+                    self.access.flush()
                 except sqlite3.Error as exc:  # the counts are usage, not knowledge: closing goes on
                     log.warning("access counts not written at close: %s", exc)
+            self.access.usage.close()
             self.file.close()
 
     # -- every use of the index ------------------------------------------------
@@ -311,7 +313,7 @@ class IndexKeeper:
         """Count that ``names`` were returned (``memrouter.index.sqlite.access``): written in batches, never per read."""
         with self._lock:
             if self.access.note(names, now):
-                self.indexed(lambda: self.access.flush(self.conn))
+                self.access.flush()
 
     # -- after a write -----------------------------------------------------------
     def index_written(self, written: Written) -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 from memrouter.core.errors import IndexCorrupt
 from memrouter.core.records import record
+from memrouter.index.sqlite.access import USAGE_FILE, UsageFile
 from memrouter.index.sqlite.connection import enable_wal, transaction
 from memrouter.index.sqlite.refresh import rebuild_postings
 
@@ -225,6 +227,27 @@ MIGRATIONS.append(Migration("0400_access_counts", _ACCESS))
 # The write guard looks up memories by title (case aside) on every write: an index, not a table scan.
 MIGRATIONS.append(Migration("0401_title_index", "CREATE INDEX memories_title ON memories(title COLLATE NOCASE);"))
 
+
+def _usage_moves_out(conn: sqlite3.Connection) -> None:
+    """The access counts move to ``usage.sqlite`` beside the index, so a search never writes the index
+    (``memrouter.index.sqlite.access``); the counts already kept go with them."""
+    rows = conn.execute("SELECT name, count, last_access FROM memory_access").fetchall()
+    folder = next(
+        (Path(row[2]).parent for row in conn.execute("PRAGMA database_list") if row[1] == "main" and row[2]), None
+    )
+    if rows and folder is not None:
+        usage = UsageFile(folder / USAGE_FILE)
+        try:
+            usage.conn.executemany(
+                "INSERT INTO memory_access (name, count, last_access) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                "count = count + excluded.count, last_access = max(last_access, excluded.last_access)",
+                [tuple(row) for row in rows],
+            )
+        finally:
+            usage.close()
+    conn.execute("DROP TABLE memory_access")
+
+
 # Word-piece vectors of a chunk for the reranker (memrouter.index.sqlite.rerank), written only while it is on.
 _CHUNK_TOKENS = """
 CREATE TABLE chunk_tokens (
@@ -233,6 +256,19 @@ CREATE TABLE chunk_tokens (
 );
 """
 MIGRATIONS.append(Migration("0402_chunk_tokens", _CHUNK_TOKENS))
+MIGRATIONS.append(Migration("0500_usage_moves_out", _usage_moves_out))
+
+# What a cold search reads of every memory comes from indexes alone, never from the rows (whose bodies a
+# scan would walk): the lengths and names of BM25's norms and folders, and the columns of the in-effect
+# rules a default search filters by (``memrouter.index.sqlite.filters``), with the memories another supersedes.
+_NARROW_READS = """
+CREATE INDEX memories_norms ON memories(length, name);
+DROP INDEX memories_length;
+CREATE INDEX memories_effect ON memories(channel, status, superseded_by, name);
+DROP INDEX memories_channel;
+CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
+"""
+MIGRATIONS.append(Migration("0501_narrow_reads", _NARROW_READS))
 
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (

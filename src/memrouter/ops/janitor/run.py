@@ -60,7 +60,7 @@ def run_janitor(ws: Workspace, *, apply: bool = False) -> JanitorReport:
 
     def gather() -> tuple[list[sqlite3.Row], dict[str, Access]]:
         keeper.ensure_fresh()
-        return consolidation_rows(keeper.conn), keeper.access.stats(keeper.conn)
+        return consolidation_rows(keeper.conn), keeper.access.stats()
 
     rows, access = keeper.indexed(gather)
     entries, pending = _entries(rows)
