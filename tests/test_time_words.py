@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 from helpers import commit, git_project
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memrouter import Router
 from memrouter.core.errors import ConfigError
+from memrouter.core.timehint import may_hold_time_words
 from memrouter.core.timewords import find_time_words
 from memrouter.index.sqlite.recordtime import git_head
 
@@ -49,7 +52,7 @@ def at(text: str) -> float:
 )  # fmt: skip
 def test_time_phrases_become_windows(query: str, phrase: str, rest: str, start: str | None, end: str | None) -> None:
     found = find_time_words(query, NOW)
-    assert found is not None
+    assert found is not None and may_hold_time_words(query)
     assert (found.phrase, found.text) == (phrase, rest)
     assert (found.start or "")[:10] == (start or "") and (found.end or "")[:10] == (end or "")
 
@@ -59,6 +62,29 @@ def test_time_phrases_become_windows(query: str, phrase: str, rest: str, start: 
 )
 def test_words_that_are_not_times_are_left_alone(query: str) -> None:
     assert find_time_words(query, NOW) is None
+
+
+_PIECES = st.sampled_from(
+    [
+        "in", "since", "before", "after", "during", "the", "last", "past", "this", "previous", "first", "week", "weeks",
+        "month", "quarter", "year", "day", "days", "ago", "of", "two", "3", "12", "2025", "2026-01-10", "2025-03",
+        "q4", "March", "may", "Dec", "september", "yesterday", "today", "weekend", "adr-12", "mem:notes/x", "#45",
+        "by", "as of", "prior to", "deploy", "notes", "'s", ",", "schema", "what", "changed",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, min_size=1, max_size=7).map(" ".join))
+def test_the_cheap_hint_never_misses_a_time_phrase(query: str) -> None:
+    """The test a search runs before loading the parser (``memrouter.core.timehint``) never says no to a phrase."""
+    if find_time_words(query, NOW) is not None:
+        assert may_hold_time_words(query), query
+
+
+def test_a_query_without_a_hint_of_time_loads_no_parser(tmp_path: Path) -> None:
+    assert not may_hold_time_words("how should I write commit messages")
+    assert not may_hold_time_words("session protocol validation")
 
 
 def test_references_wait_for_the_router() -> None:

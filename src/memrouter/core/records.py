@@ -75,7 +75,6 @@ def _setstate(self: Any, state: tuple[object, ...]) -> None:
 def _make(cls: type, frozen: bool) -> type:
     names: list[str] = []
     defaults: dict[str, object] = {}
-    compared: list[str] = []
     for base in reversed(cls.__mro__[1:]):  # fields of a record it extends come first
         for name in getattr(base, "__record_fields__", ()):
             if name not in names:
@@ -92,7 +91,30 @@ def _make(cls: type, frozen: bool) -> type:
         name: value for base in cls.__mro__[1:] for name, value in getattr(base, "__record_defaults__", {}).items()
     }
     defaults = {**{n: v for n, v in inherited.items() if n not in defaults}, **defaults}
-    parameters, body, globals_ = [], [], {"__set": object.__setattr__, "__MISSING": _MISSING}
+    for name in list(namespace):
+        if name in ("__dict__", "__weakref__") or name in names:
+            namespace.pop(name, None)
+    namespace.update(
+        __slots__=tuple(name for name in names if name not in _slots_of_bases(cls)),
+        __init__=_first_init, __eq__=_first_eq, __repr__=_repr, __match_args__=tuple(names),
+        __getstate__=_getstate, __setstate__=_setstate, __record_fields__=tuple(names),
+        __record_defaults__=defaults, __record_frozen__=frozen,
+    )  # fmt: skip
+    if frozen:
+        namespace.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr, __hash__=_first_hash)
+    else:
+        namespace["__hash__"] = None  # mutable and compared by value: unhashable, as a dataclass
+    made = type(cls)(cls.__name__, cls.__bases__, namespace)
+    made.__qualname__ = cls.__qualname__
+    return made
+
+
+def _compile(cls: Any) -> None:
+    """Write ``cls``'s ``__init__``, ``__eq__`` and ``__hash__`` as source and compile them, once: a record
+    class costs nothing more until it is first used (a cold search defines many it never makes)."""
+    names, defaults, frozen = cls.__record_fields__, cls.__record_defaults__, cls.__record_frozen__
+    parameters, body, compared = [], [], []
+    globals_: dict[str, Any] = {"__set": object.__setattr__, "__MISSING": _MISSING}
     for name in names:
         given = defaults.get(name, _MISSING)
         spec = given if isinstance(given, _Field) else _Field(given, None, True)
@@ -109,36 +131,38 @@ def _make(cls: type, frozen: bool) -> type:
         else:
             parameters.append(name)
         body.append(f"    __set(self, {name!r}, {value})" if frozen else f"    self.{name} = {value}")
-    if "__post_init__" in namespace:
+    if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()")
-    own = tuple(f"self.{name}" for name in compared)
-    other = tuple(f"other.{name}" for name in compared)
+    own = "".join(f"self.{name}, " for name in compared)
+    other = "".join(f"other.{name}, " for name in compared)
     source = (
         f"def __init__(self, {', '.join(parameters)}):\n" + ("\n".join(body) or "    pass") + "\n"
         "def __eq__(self, other):\n"
         "    if other.__class__ is not self.__class__:\n        return NotImplemented\n"
-        f"    return ({', '.join(own)},) == ({', '.join(other)},)\n"
-        f"def __hash__(self):\n    return hash(({', '.join(own)},))\n"
-    )  # ``(a,)`` keeps a one-field tuple a tuple; no fields compare as ``() == ()``
-    source = source.replace("(,)", "()")
+        f"    return ({own}) == ({other})\n"
+        f"def __hash__(self):\n    return hash(({own}))\n"
+    )
     made: dict[str, Any] = {}
-    exec(source, globals_, made)  # one compile per class: the whole point of this module
-    for name in list(namespace):
-        if name in ("__dict__", "__weakref__") or name in names:
-            namespace.pop(name, None)
-    namespace.update(
-        __slots__=tuple(name for name in names if name not in _slots_of_bases(cls)),
-        __init__=made["__init__"], __eq__=made["__eq__"], __repr__=_repr, __match_args__=tuple(names),
-        __getstate__=_getstate, __setstate__=_setstate, __record_fields__=tuple(names),
-        __record_defaults__={**inherited, **defaults},
-    )  # fmt: skip
+    exec(source, globals_, made)  # one compile per record class, the first time it is used
+    type.__setattr__(cls, "__init__", made["__init__"])
+    type.__setattr__(cls, "__eq__", made["__eq__"])
     if frozen:
-        namespace.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr, __hash__=made["__hash__"])
-    else:
-        namespace["__hash__"] = None  # mutable and compared by value: unhashable, as a dataclass
-    made_class = type(cls)(cls.__name__, cls.__bases__, namespace)
-    made_class.__qualname__ = cls.__qualname__
-    return made_class
+        type.__setattr__(cls, "__hash__", made["__hash__"])
+
+
+def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    _compile(type(self))
+    type(self).__init__(self, *args, **kwargs)
+
+
+def _first_eq(self: Any, other: object) -> Any:
+    _compile(type(self))
+    return self.__eq__(other)  # the compiled one, now on the class
+
+
+def _first_hash(self: Any) -> int:
+    _compile(type(self))
+    return hash(self)
 
 
 def _slots_of_bases(cls: type) -> set[str]:

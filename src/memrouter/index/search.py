@@ -31,6 +31,7 @@ from functools import lru_cache
 from memrouter.config.settings import Config
 from memrouter.core.model import Filters, Hit, Match, Provenance
 from memrouter.core.records import record, replace
+from memrouter.core.timehint import may_hold_time_words
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.sqlite import queries
 from memrouter.index.sqlite.keeper import IndexKeeper
@@ -94,7 +95,7 @@ class SearchPipeline:
 
     def time_words(self, query: str, now: float) -> TimeWords | None:
         """The time phrase in ``query`` (relative to ``now``), unless ``[search] time_words = "off"``."""
-        if self.config.search.time_words == "off":
+        if self.config.search.time_words == "off" or not may_hold_time_words(query):
             return None
         from datetime import UTC, datetime  # lazy: most searches have no time words
 
