@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrouter.core.errors import MemoryRouterError
+from memrouter.mcp.activity import Activity
 
 if TYPE_CHECKING:
     import socket
@@ -141,10 +142,12 @@ def _open_server(
 
     router = Router(config, watch=True, databases=databases)
     team: TeamService | None = None
+    activity, stopping = Activity(), threading.Event()
     try:
         # Bring the index up to date while the MCP SDK imports (over a second) and the
-        # client connects, not on its first call.
-        threading.Thread(target=_warm, args=(router,), name="memrouter-warm", daemon=True).start()
+        # client connects, not on its first call; embed only once the server is idle.
+        warm = threading.Thread(target=_warm, args=(router, activity, stopping), name="memrouter-warm", daemon=True)
+        warm.start()
         from memrouter.mcp.server import create_server
         from memrouter.mcp.service import MemoryService
         from memrouter.mcp.team_service import TeamService
@@ -153,7 +156,9 @@ def _open_server(
         team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
         mirror = _start_team_bridge(config)
         server = create_server(service, team=team)
+        server.middleware.append(activity.middleware())
     except BaseException:
+        stopping.set()
         if team is not None:
             team.close()
         router.close()
@@ -161,6 +166,7 @@ def _open_server(
     opened = team
 
     def close() -> None:
+        stopping.set()
         opened.close()
         if mirror is not None:
             mirror.stop()
@@ -178,9 +184,10 @@ def _start_team_bridge(config: Config) -> BridgeRunner | None:
     return start_runner(config)
 
 
-def _warm(router: Router) -> None:
+def _warm(router: Router, activity: Activity, stopping: threading.Event) -> None:
     """Refresh the index and start watching the files (what the first call would do), then, unless
-    searches are lexical or ``[embed] background = false``, embed what lacks vectors in the background."""
+    searches are lexical or ``[embed] background = false``, embed what lacks vectors in the background,
+    once the server has answered and gone quiet (``memrouter.mcp.activity``)."""
     try:
         router.status()
     except (MemoryRouterError, sqlite3.Error) as exc:
@@ -189,6 +196,8 @@ def _warm(router: Router) -> None:
     config = router.config
     if not config.embed_background or config.search.mode == "lexical":
         return
+    if not activity.wait_for_quiet(stop=stopping):
+        return  # the server is closing
     try:
         router.embed_in_background()
     except MemoryRouterError as exc:  # no model installed: searches stay lexical, as they would
