@@ -34,16 +34,22 @@ def index(state: State, full: bool, lexical_only: bool, reembed: bool, database:
             full=full, progress=read_progress, embed=not lexical_only, embed_progress=embed_progress, reembed=reembed
         )
     status = router.status()
-    data = report.to_dict() | {"took_ms": round((time.perf_counter() - started) * 1000, 1)}
+    data = report.to_dict() | {
+        "files_ms": round(report.took_ms, 1),
+        "took_ms": round((time.perf_counter() - started) * 1000, 1),
+    }
     data["total"] = status["memories"]["total"]
     data["dense"] = status["dense"]
     if database is not None or router.config.index.url:
         data["database"] = router.publish(database)
 
     def text() -> str:
+        spent = f"files {data['files_ms']} ms"
+        if report.embedded or report.embed_ms >= 1:
+            spent += f", embedding {report.embedded} in {round(report.embed_ms)} ms"
         lines = [
             f"{data['total']} memories indexed: {data['added']} added, {data['updated']} updated, "
-            f"{data['removed']} removed, {data['unchanged']} unchanged ({data['took_ms']} ms)"
+            f"{data['removed']} removed, {data['unchanged']} unchanged ({data['took_ms']} ms: {spent})"
         ]
         lines += [f"  problem: {name}: {problem}" for name, problem in report.problems.items()]
         dense = data["dense"]

@@ -232,7 +232,11 @@ class IndexKeeper:
             if full:
                 self.indexed(self._check_deeply)
             if embed or reembed or (embed is None and self.indexed(lambda: self.dense.has_vectors(self.conn))):
-                self.indexed(lambda: self.dense.embed_pending(self.conn, progress=embed_progress, reembed=reembed))
+                started = time.perf_counter()
+                report.embedded = self.indexed(
+                    lambda: self.dense.embed_pending(self.conn, progress=embed_progress, reembed=reembed)
+                )
+                report.embed_ms = (time.perf_counter() - started) * 1000
                 self._dense_checked = queries.generation(self.conn)
             return report
 

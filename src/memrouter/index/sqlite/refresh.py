@@ -36,7 +36,8 @@ Progress = Callable[[int, int], None]
 
 @record(frozen=False)
 class RefreshReport:
-    """What one refresh did; ``changed`` lists names added or updated."""
+    """What one refresh did; ``changed`` lists names added or updated. ``took_ms`` is the files' part (reading,
+    parsing, the full text and the graph); ``embedded`` memories got vectors in ``embed_ms`` more."""
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -44,6 +45,8 @@ class RefreshReport:
     unchanged: int = 0
     problems: dict[str, str] = field(default_factory=dict)
     took_ms: float = 0.0
+    embedded: int = 0
+    embed_ms: float = 0.0
 
     @property
     def changed(self) -> list[str]:
@@ -57,6 +60,8 @@ class RefreshReport:
             "unchanged": self.unchanged,
             "problems": self.problems,
             "took_ms": round(self.took_ms, 2),
+            "embedded": self.embedded,
+            "embed_ms": round(self.embed_ms, 2),
         }
 
 
