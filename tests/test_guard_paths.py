@@ -94,6 +94,7 @@ NOT_WRITING: dict[str, str] = {
             "measure_recall",
             "get",
             "list",
+            "names",
             "status",
             "backends",
             "backend",

@@ -127,3 +127,23 @@ def test_index_refresh_is_incremental(router: Router, memories: Path) -> None:
     report = router.refresh()
     assert report.updated == ["incidents/flaky-tests"] and report.removed == ["plain-no-heading"]
     assert router.refresh(full=True).changed == []
+
+
+def test_names_come_from_the_files_while_the_index_was_never_built(tmp_path: Path) -> None:
+    root = tmp_path / "memories"
+    for name, text in {
+        "a": "# A\n", "ci/b": "# B\n", "c": "---\nstatus: pending_review\n---\n# C\n", "ci/d": "---\ntags: [x]\n---\n# D\n",
+    }.items():  # fmt: skip
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / f"{name}.md").write_text(text, encoding="utf-8")
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
+        assert router.names() == ["a", "ci/b", "ci/d"]  # pending review left out, as list leaves it out
+        assert router.names("ci/") == ["ci/b", "ci/d"]
+        assert (
+            router.workspace.index.indexed(
+                lambda: router.workspace.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+            )
+            == 0
+        )
+        assert [s.name for s in router.list()] == router.names()  # list builds the index; the names agree
+        assert router.names() == ["a", "ci/b", "ci/d"]

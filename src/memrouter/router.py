@@ -208,6 +208,12 @@ class Router:
             self.workspace, prefix, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags
         )
 
+    def names(self, prefix: str | None = None) -> builtins.list[str]:
+        """The names ``list`` gives (pending review left out), from the files while the index was never built."""
+        from memrouter.ops.reading import memory_names
+
+        return memory_names(self.workspace, prefix)
+
     def pinned(self) -> builtins.list[str]:
         """Names of the memories whose front matter says ``pinned: true``, in effect now."""
         from memrouter.ops.reading import pinned

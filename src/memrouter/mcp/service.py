@@ -234,7 +234,10 @@ class MemoryService:
             raise InvalidInput(f"unknown channel {channel!r}; expected one of {', '.join(CHANNELS)}")
         if kind is not None:
             _filter_values("kind", [kind])
-        names = [item.name for item in self.router.list(prefix, channels=channel, kinds=kind)]
+        if channel is None and kind is None:  # names alone: from the files while the index was never built
+            names = self.router.names(prefix)
+        else:
+            names = [item.name for item in self.router.list(prefix, channels=channel, kinds=kind)]
         if include_global and self.global_store is not None:
             names += [f"{GLOBAL_TOPIC}/{stat.name}" for stat in self.global_store.scan()]
         return _memory_list(names)

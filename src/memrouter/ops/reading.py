@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from memrouter.core.model import Memory, MemorySummary
+from memrouter.core.model import PENDING, Memory, MemorySummary
 from memrouter.core.names import validate_name
 from memrouter.core.query import make_filters
 from memrouter.index.sqlite import queries
@@ -12,6 +12,7 @@ from memrouter.ops.history import (
     version_at,  # git, loaded by the calls that read history only
     versions,  # git, loaded by the calls that read history only
 )
+from memrouter.store import frontmatter
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from memrouter.ops.history import Version
     from memrouter.ops.workspace import Workspace
 
-__all__ = ["get", "get_as_of", "history", "list_memories", "pinned"]
+__all__ = ["get", "get_as_of", "history", "list_memories", "memory_names", "pinned"]
 
 
 def get(ws: Workspace, name: str, as_of: str | None = None) -> Memory:
@@ -52,6 +53,38 @@ def list_memories(
         return ws.reader.summaries(filters)
 
     return ws.index.indexed(listed)
+
+
+def memory_names(ws: Workspace, prefix: str | None = None) -> builtins.list[str]:
+    """See ``Router.names``: the names ``list`` would give, without reading the index when it was never built.
+
+    A new project or worktree answers at once from the files (a stat of each, and the front matter of
+    those that have one, for ``status: pending_review``): building the index first would make a first
+    ``list_memories`` wait for every file's parsing. Once the index holds memories, it answers.
+    """
+    filters = make_filters(prefix=prefix)
+    if not ws.index.indexed(lambda: queries.is_empty(ws.conn)):
+        return [summary.name for summary in list_memories(ws, filters.prefix)]
+    found = []
+    for name, path, _, _ in ws.store.stat_files():
+        if filters.prefix and not name.startswith(filters.prefix):
+            continue
+        if not _pending(path):
+            found.append(name)
+    return sorted(found)
+
+
+def _pending(path: str) -> bool:
+    """Whether the file's front matter says ``status: pending_review`` (read from its head alone)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(8192)
+    except OSError:
+        return False
+    if not head.startswith(b"---"):
+        return False
+    parsed = frontmatter.parse(head.decode("utf-8", errors="replace"))
+    return parsed.data.get("status") == PENDING
 
 
 def pinned(ws: Workspace) -> builtins.list[str]:

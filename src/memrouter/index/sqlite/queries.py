@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "brief_rows", "channels_in_use", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "long_term_twins",
+    "brief_rows", "channels_in_use", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "is_empty", "long_term_twins",
     "names_of", "pinned_names", "problems", "summaries", "validity_rows",
 ]  # fmt: skip
 
@@ -181,3 +181,8 @@ def consolidation_rows(conn: sqlite3.Connection) -> list[sqlite3.Row]:
 def channels_in_use(conn: sqlite3.Connection) -> set[str]:
     """The channels the indexed memories are in."""
     return {row[0] for row in conn.execute("SELECT DISTINCT channel FROM memories")}
+
+
+def is_empty(conn: sqlite3.Connection) -> bool:
+    """True when the index holds no memory (never built, or built over no files)."""
+    return conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone() is None
