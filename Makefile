@@ -13,7 +13,7 @@ LOCK := requirements/dev.lock
 UV_PKG := uv==0.13.9
 LOCK_INPUTS := --extra hnsw --extra postgres-test --group pyproject.toml:dev
 
-.PHONY: demo test test-postgres test-ui check docs docs-refresh bench install clean interop dist dist-check lock
+.PHONY: demo test test-postgres test-ui check docs docs-refresh bench budget install clean interop interop-setup dist dist-check lock
 
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
@@ -104,6 +104,14 @@ dist-check: dist
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_lexical.py
+
+# The performance budget (benchmarks/bench_budget.py): every speed target against its baseline in one run;
+# fails when a row is over its target. Its MCP row starts the real Serena: interop-setup installs it.
+budget: $(STAMP) interop-setup
+	cd benchmarks && ../$(BIN)/python bench_budget.py
+
+interop-setup:
+	bash interop/setup.sh
 
 clean:
 	rm -rf $(VENV) .memrouter dist site
