@@ -185,12 +185,12 @@ def mcp_start(cache: Path, rounds: int = 5) -> dict[str, Any]:
             command=sys.executable, env=env,
             args=["-m", "memrouter", "--root", str(CORPUS), "--index-dir", str(index_dir), "serve"],
         )  # fmt: skip
-        theirs = StdioServerParameters(
-            command=str(SERENA), cwd=str(project),
+        serena = [str(SERENA), "start-mcp-server", "--transport", "stdio", "--project", str(project),
+                  "--agent-interface", "tools", "--context", "agent", "--enable-web-dashboard", "false",
+                  "--open-web-dashboard", "false", "--enable-gui-log-window", "false"]  # fmt: skip
+        theirs = StdioServerParameters(  # its log lines on stderr are not this table's
+            command="sh", cwd=str(project), args=["-c", 'exec "$@" 2>/dev/null', "serena", *serena],
             env={**env, "SERENA_HOME": str(home), "HOME": str(home), "SERENA_USAGE_REPORTING": "false"},
-            args=["start-mcp-server", "--transport", "stdio", "--project", str(project), "--agent-interface", "tools",
-                  "--context", "agent", "--enable-web-dashboard", "false", "--open-web-dashboard", "false",
-                  "--enable-gui-log-window", "false"],
         )  # fmt: skip
         sdk = [sys.executable, "-c", "import mcp.server.mcpserver, mcp.server.stdio"]
         anyio.run(_first_list, ours)  # warm the page cache and the bytecode
