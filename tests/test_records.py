@@ -98,3 +98,29 @@ def test_a_mutable_record_takes_assignments_and_has_no_hash() -> None:
 def test_memory_equality_leaves_out_its_extra_fields() -> None:
     one = Memory(name="a", path="/a", text="x", hash="h", body="x", title="A", extra={"k": 1})
     assert one == replace(one, extra={"k": 2})
+
+
+@record
+class Many:
+    a: int
+    b: list[int] = field(default_factory=list)
+    c: str = "c"
+
+
+def test_the_generic_init_and_the_compiled_one_agree() -> None:
+    """A record class starts with a generic ``__init__`` and compiles its own after ``COMPILE_AFTER`` records."""
+    from memrouter.core import records
+
+    for _ in range(records.COMPILE_AFTER + 3):
+        made = Many(1, c="x")
+        assert (made.a, made.b, made.c) == (1, [], "x") and made.b is not Many(2).b
+        with pytest.raises(TypeError, match="missing"):
+            Many()  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            Many(1, z=2)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            Many(1, 2, 3, 4)  # type: ignore[call-arg]
+        with pytest.raises(TypeError):
+            Many(1, a=2)  # type: ignore[misc]
+        assert Many(1) == Many(1, [], "c") and Many(1) != Many(2)
+    assert Many.__init__ is not records._first_init  # compiled by now

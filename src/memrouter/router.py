@@ -123,12 +123,9 @@ class Router:
         embed_progress: Progress | None = None,
         reembed: bool = False,
     ) -> RefreshReport:
-        """Bring the index up to date with the files (incremental unless ``full``).
-
-        ``full`` also re-reads every file, checks the database and rebuilds the postings from the
-        memory rows. ``embed=True`` also embeds every memory that lacks current vectors (building the
-        dense index on first use); ``None`` only if it is in use; ``reembed`` drops other models' vectors first.
-        """
+        """Bring the index up to date with the files (incremental unless ``full``, which also re-reads every
+        file, checks the database and rebuilds the postings). ``embed=True`` also embeds every memory that lacks
+        current vectors; ``None`` only if vectors are in use; ``reembed`` drops other models' vectors first."""
         return self.workspace.index.refresh(
             full=full, progress=progress, embed=embed, embed_progress=embed_progress, reembed=reembed
         )

@@ -33,13 +33,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, TypeVar
 
-    from memrouter.config.settings import Config
-    from memrouter.store.files import MemoryStore
-
     F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
-    "AUDIT_FILE", "MAX_READ", "AuditEntry", "MemoryAudit", "Operation", "acting_as", "attach_audit", "audited", "current_actor", "git_user",
+    "AUDIT_FILE", "MAX_READ", "AuditEntry", "MemoryAudit", "Operation", "acting_as", "audited", "current_actor", "git_user",
     "read_audit",
 ]  # fmt: skip
 
@@ -255,10 +252,3 @@ def _since_seconds(since: str) -> float:
         except ValueError:
             continue
     raise InvalidInput(f"since {since!r} is not a date (2026-01-05) or a UTC date-time (2026-01-05T09:30)")
-
-
-def attach_audit(store: MemoryStore, config: Config) -> MemoryAudit:
-    """Log every change ``store`` makes to ``<index_dir>/audit.jsonl``."""
-    audit = MemoryAudit(Path(config.index_dir), config.project_dir)
-    store.observer = audit.observe
-    return audit

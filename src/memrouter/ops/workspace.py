@@ -17,19 +17,20 @@ from __future__ import annotations
 import os
 import time
 from _thread import RLock  # threading.RLock is this type; importing threading costs a cold start
+from pathlib import Path
 
 from memrouter.config.settings import Config
 from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.index.search import SearchPipeline
 from memrouter.index.sqlite.keeper import IndexKeeper
 from memrouter.index.sqlite.reader import SqliteReader
-from memrouter.ops.audit import attach_audit
 from memrouter.store.files import MemoryStore
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from memrouter.core.model import Memory
     from memrouter.external.services import ExternalServices
     from memrouter.index.postgres.shared import SharedDatabases
     from memrouter.index.protocol import IndexReader, Mirrored
@@ -58,7 +59,8 @@ class Workspace:
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
         self.store = MemoryStore(config.root, readonly=readonly)
-        self.audit: MemoryAudit = attach_audit(self.store, config)  # every change the store makes is logged
+        self._audit: MemoryAudit | None = None
+        self.store.observer = self._audited  # every change the store makes is logged (``memrouter.ops.audit``)
         self.lock = RLock()
         self.index = IndexKeeper(
             self.store, config.index_path, self.lock, embedder=config.embedder, write_wait=config.index.write_wait,
@@ -100,6 +102,14 @@ class Workspace:
     def conn(self) -> IndexConnection:
         """The local index's connection (use it inside ``index.indexed``)."""
         return self.index.conn
+
+    def _audited(self, name: str, before: str | None, after: Memory | None) -> None:
+        """Log one change the store made; the audit log opens with the first (a search makes none)."""
+        if self._audit is None:
+            from memrouter.ops.audit import MemoryAudit  # a process that only reads never loads it
+
+            self._audit = MemoryAudit(Path(self.config.index_dir), self.config.project_dir)
+        self._audit.observe(name, before, after)
 
     def team(self) -> Team:
         """The team channel (``team.sqlite``, or PostgreSQL with ``[index] url``), opened on first use."""
