@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from memrouter.anchors.records import VerifyReport
     from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
     from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
@@ -372,6 +373,26 @@ class Router:
         from memrouter.ops.janitor.run import run_janitor
 
         return run_janitor(self.workspace, apply=apply)
+
+    # -- anchors: memories against the code they describe (memrouter.ops.verify) ---
+    def verify(
+        self, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False,
+        diff: bool = True,
+    ) -> VerifyReport:  # fmt: skip
+        """The anchored memories (``names``, else all) and whether the code they describe changed since they were
+        last changed or verified: fresh, stale (the commits and the diff) or broken; renames and moves followed.
+        ``since`` keeps those an anchor's change after that commit made stale; ``staged`` checks the staging area
+        (what the next commit records) and keeps those its changes make stale."""
+        from memrouter.ops.verify import verify
+
+        return verify(self.workspace, names, since=since, staged=staged, diff=diff)
+
+    def accept(self, name: str, *, actor: str | None = None) -> Memory:
+        """Stamp ``verified: <HEAD commit>`` in memory ``name`` (through the write guard): checked against the
+        code, it is fresh again."""
+        from memrouter.ops.verify import accept
+
+        return accept(self.workspace, name, actor=actor)
 
     # -- the review queue, provenance and the audit log (memrouter.ops.review) ----
     def pending(self) -> builtins.list[MemorySummary]:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "AnchorsConfig",
     "ContextConfig",
     "Config",
     "IndexConfig",
@@ -49,7 +50,7 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors"),
     "search": (
         "mode",
         "limit",
@@ -67,7 +68,8 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "embed": ("model", "background"),
     "index": ("write_wait", "url", "project", "ef_search"),
     "scratch": ("ttl",),
-    "janitor": ("decay", "stale_days", "workflow_idle_days"),
+    "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
+    "anchors": ("infer", "stale_share"),
     "context": ("margin",),
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
@@ -138,6 +140,20 @@ class JanitorConfig:
     stale_days: float = 90.0
     # Days without activity after which an active team workflow is idle: the janitor proposes completing it.
     workflow_idle_days: float = 14.0
+    # Days a memory may go neither returned by get or search nor verified (memrouter verify --accept)
+    # before the janitor proposes archiving it (never deleting it).
+    unused_days: float = 180.0
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorsConfig:
+    """Anchors: what code memories are about, and what a stale one costs in search (``memrouter.anchors``)."""
+
+    # Anchors are also inferred from the text (paths, path:line, path#Symbol, distinctive backticked names).
+    infer: bool = True
+    # The share of its score a stale or broken memory loses in search (still found, marked in ``why``);
+    # measured on the ai-agents golden set by benchmarks/fit_stale_share.py.
+    stale_share: float = 0.25
 
 
 @record
@@ -165,6 +181,7 @@ class Config:
     scratch_ttl: float = 7200.0
     janitor: JanitorConfig = field(default_factory=JanitorConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
+    anchors: AnchorsConfig = field(default_factory=AnchorsConfig)
     # ``memrouter serve`` embeds memories lacking vectors in a background thread (``[embed] background``).
     embed_background: bool = True
     claude_flow: dict[str, Any] | None = None
@@ -195,7 +212,9 @@ class Config:
                 "decay": self.janitor.decay,
                 "stale_days": self.janitor.stale_days,
                 "workflow_idle_days": self.janitor.workflow_idle_days,
+                "unused_days": self.janitor.unused_days,
             },
+            "anchors": {"infer": self.anchors.infer, "stale_share": self.anchors.stale_share},
             "context": {"margin": self.context.margin},
             "unknown_keys": list(self.unknown_keys),
         }
@@ -278,8 +297,8 @@ class Config:
             raise ConfigError(f"{source}: [team] and [team.claude_flow] must be tables")
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
-            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})), background,
-            bridge,
+            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
+            _anchors_config(settings.get("anchors", {})), background, bridge,
         )  # fmt: skip
 
 
@@ -434,14 +453,28 @@ def _janitor_config(section: Any) -> JanitorConfig:
     default = JanitorConfig()
     found = _section_numbers(
         section, "janitor",
-        {"decay": default.decay, "stale_days": default.stale_days, "workflow_idle_days": default.workflow_idle_days},
+        {"decay": default.decay, "stale_days": default.stale_days, "workflow_idle_days": default.workflow_idle_days,
+         "unused_days": default.unused_days},
     )  # fmt: skip
     decay, stale_days, idle_days = found["decay"], found["stale_days"], found["workflow_idle_days"]
-    if not 0 <= decay <= 1 or not 0 < stale_days <= 36500 or not 0 < idle_days <= 36500:
+    unused_days = found["unused_days"]
+    if not 0 <= decay <= 1 or not all(0 < days <= 36500 for days in (stale_days, idle_days, unused_days)):
         raise ConfigError(
-            "[janitor] decay must be between 0 and 1, stale_days and workflow_idle_days between 0 and 36500"
+            "[janitor] decay must be between 0 and 1, stale_days, workflow_idle_days and unused_days between 0 and 36500"
         )
-    return JanitorConfig(decay, stale_days, idle_days)
+    return JanitorConfig(decay, stale_days, idle_days, unused_days)
+
+
+def _anchors_config(section: Any) -> AnchorsConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[anchors] must be a table")
+    infer = section.get("infer", AnchorsConfig().infer)
+    if not isinstance(infer, bool):
+        raise ConfigError(f"[anchors] infer must be true or false, got {infer!r}")
+    share = section.get("stale_share", AnchorsConfig().stale_share)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+        raise ConfigError(f"[anchors] stale_share must be a number from 0 to 1 (0: no lowering), got {share!r}")
+    return AnchorsConfig(infer, float(share))
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

@@ -45,9 +45,15 @@ class GitSession:
         self._toplevel: Path | None = None
 
     # -- plumbing ------------------------------------------------------------
-    def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    @staticmethod
+    def environment() -> dict[str, str]:
+        """The environment every git subprocess runs in: no prompts, no optional locks, no pager, C locale."""
         env = dict(os.environ)
         env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C", GIT_PAGER="cat")
+        return env
+
+    def _git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        env = self.environment()
         command = ["git", "--no-pager", "--literal-pathspecs", "-c", "core.quotepath=off", "-c", "color.ui=false"]
         try:
             result = subprocess.run(

@@ -270,6 +270,28 @@ CREATE INDEX memories_supersedes ON memories(supersedes) WHERE supersedes IS NOT
 """
 MIGRATIONS.append(Migration("0501_narrow_reads", _NARROW_READS))
 
+# Anchor freshness (memrouter.index.sqlite.anchors), all of it derived from git and rebuilt when missing:
+# cached state (the path history, the definition-name map), each blob's parsed definitions, each memory
+# text's inferred anchors, and the last verification of each memory.
+_ANCHORS = """
+CREATE TABLE anchor_cache (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE anchor_definitions (blob TEXT PRIMARY KEY, language TEXT NOT NULL, definitions TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE anchor_inferred (hash TEXT PRIMARY KEY, anchors TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE anchor_states (
+    name TEXT PRIMARY KEY,
+    hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    summary TEXT NOT NULL DEFAULT '',
+    head TEXT,
+    baseline TEXT,
+    watched TEXT NOT NULL DEFAULT '[]',
+    result TEXT NOT NULL,
+    checked_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX anchor_states_open ON anchor_states(status) WHERE status != 'fresh';
+"""
+MIGRATIONS.append(Migration("0500_anchor_freshness", _ANCHORS))
+
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
     "meta", "memories", "memory_tags", "terms", "chunks", "sync_state", "sync_remote", "graph_rows",

@@ -1,0 +1,1 @@
+"""Anchors: what code a memory is about, and whether that code changed since (``memrouter verify``)."""

@@ -1,0 +1,608 @@
+"""Whether the code an anchor names changed since the memory was last changed or verified, read from git.
+
+The baseline of a memory is the newer of the last commit that changed its
+file and the commit its front matter says it was ``verified`` at; a memory
+with uncommitted changes is its own baseline ("now"). For each anchor:
+
+- its path is taken as the memory wrote it and followed through git's renames
+  after the baseline (a renamed file is ``moved``, with the new path proposed);
+- a file anchor is ``stale`` when the file's content differs from the
+  baseline's, with the commits that touched it since;
+- a symbol anchor compares the symbol's text alone (``memrouter.anchors.symbols``):
+  a commit that only edits a sibling leaves it ``fresh``; the commits that
+  changed the symbol and the diff of just the symbol are given; a symbol gone
+  from its file is looked for in the files changed since (same dotted name, or
+  the same name and text) and is ``moved`` when found, else ``broken``;
+- a lines anchor is followed by its lines' content, not their numbers;
+- a path gone (deleted, not renamed) is ``broken``; a commit anchor is
+  ``fresh`` while the commit is in the history.
+
+"Now" is the work tree, uncommitted edits included (said so in the result),
+or the staging area for the pre-commit report. A file in a language without
+a grammar is checked at file level, and the result says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memrouter.anchors.records import AnchorCheck
+from memrouter.anchors.spec import EXPLICIT, Anchor
+from memrouter.anchors.symbols import Definition, Parsers, language_for
+from memrouter.repo.history import PathHistory
+from memrouter.repo.tree import BlobReader, WorkTree, blob_id
+
+__all__ = ["Baseline", "Checker", "map_lines"]
+
+WALK = 12  # versions of a file read to find which commits changed a symbol (the newest ones)
+MOVE_CANDIDATES = 400  # files changed since the baseline searched for a symbol that left its file
+DIFF_LINES = 120
+MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
+_FAMILY = {"tsx": "typescript", "javascript": "typescript"}  # a symbol may move between these
+Blob = tuple[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """Where a memory's anchors are compared from: ``seq`` (None: now, the memory has uncommitted changes) and
+    ``written``, the commit its text was last changed in (where its paths and line numbers are read)."""
+
+    seq: int | None
+    written: int | None
+
+
+@dataclass
+class Checker:
+    """Checks anchors against one repository's history and work tree (see the module docstring)."""
+
+    top: Path
+    history: PathHistory
+    tree: WorkTree
+    blobs: BlobReader
+    parsers: Parsers
+    lookup: Callable[[str], dict[str, Definition] | None] = lambda blob: None  # cached definitions by blob id
+    staged: bool = False  # "now" is the staging area (what the next commit records)
+    learned: dict[str, tuple[str, dict[str, Definition]]] = field(default_factory=dict)  # new cache entries
+    _now: dict[str, Blob | None] = field(default_factory=dict)
+    _definitions: dict[str, dict[str, Definition] | None] = field(default_factory=dict)
+    _touched_since: dict[int, list[str]] = field(default_factory=dict)
+
+    # -- reading ---------------------------------------------------------------
+    def now(self, path: str) -> Blob | None:
+        """(blob id, bytes) of ``path`` now: the work tree (or the staging area); None when it is no file."""
+        if path not in self._now:
+            if self.staged:
+                self._now[path] = self.blobs.read(f":{path}")
+            else:
+                file = self.top / path
+                try:
+                    data = file.read_bytes() if file.is_file() else None
+                except OSError:
+                    data = None
+                self._now[path] = (blob_id(data), data) if data is not None else None
+        return self._now[path]
+
+    def at(self, seq: int, path: str) -> Blob | None:
+        """(blob id, bytes) of ``path`` in commit ``seq``."""
+        return self.blobs.read(f"{self.history.commit(seq)}:{path}")
+
+    def prefetch(self, wanted: list[tuple[int, str]]) -> None:
+        """Read these (seq, path) blobs in one exchange with git."""
+        self.blobs.read_many([f"{self.history.commit(seq)}:{path}" for seq, path in wanted])
+
+    def definitions(self, blob: Blob, language: str) -> dict[str, Definition] | None:
+        """The definitions in a blob (cached by its id); None without a grammar."""
+        key = blob[0]
+        if key not in self._definitions:
+            found = self.lookup(key)
+            if found is None:
+                found = self.parsers.definitions(blob[1], language)
+                if found is not None:
+                    self.learned[key] = (language, found)
+            self._definitions[key] = found
+        return self._definitions[key]
+
+    def uncommitted(self, path: str) -> bool:
+        if self.staged:
+            return self.tree.staged(path)
+        return self.tree.uncommitted(path)
+
+    def exists_now(self, path: str) -> bool:
+        return self.now(path) is not None
+
+    # -- the memory's baseline ---------------------------------------------------
+    def baseline(self, memory_path: str, verified: str | None) -> tuple[Baseline, list[str]]:
+        """The baseline of the memory file at ``memory_path`` (see ``Baseline``) and notes about it."""
+        notes: list[str] = []
+        if self.uncommitted(memory_path) or not self.history.known(memory_path):
+            notes.append("the memory has uncommitted changes: its anchors are taken as checked now")
+            return Baseline(None, None), notes
+        written = self.history.last_change(memory_path)
+        seq = written
+        if verified:
+            at = self.history.seq_of(verified)
+            if at is None:
+                notes.append(f"verified: {verified} is no commit of this branch's history; ignored")
+            elif written is None or at > written:
+                seq = at
+        return Baseline(seq, written), notes
+
+    # -- one anchor --------------------------------------------------------------
+    def check(self, anchor: Anchor, base: Baseline) -> AnchorCheck | None:
+        """The anchor's state from ``base``; None for an inferred path that was no file then nor now (a memory
+        may name a file it says is gone)."""
+        fields = {
+            "written": anchor.written, "kind": anchor.kind, "origin": anchor.origin, "path": anchor.path,
+            "symbol": anchor.symbol, "commit": anchor.commit, "line": anchor.line,
+            "lines": f"L{anchor.lines[0]}-L{anchor.lines[1]}" if anchor.lines else None,
+        }  # fmt: skip
+        if anchor.problem is not None:
+            return AnchorCheck(status="broken", note=anchor.problem, **fields)  # type: ignore[arg-type]
+        if anchor.commit is not None:
+            return self._commit(anchor, fields)
+        assert anchor.path is not None
+        if base.seq is None:
+            return self._now_only(anchor, fields)
+        return self._against(anchor, base, fields)
+
+    def _commit(self, anchor: Anchor, fields: dict[str, object]) -> AnchorCheck:
+        assert anchor.commit is not None
+        seq = self.history.seq_of(anchor.commit)
+        if seq is not None:
+            return AnchorCheck(status="fresh", **{**fields, "commit": self.history.commit(seq)})  # type: ignore[arg-type]
+        return AnchorCheck(
+            status="broken",
+            note=f"commit {anchor.commit} is not in this branch's history",
+            **fields,  # type: ignore[arg-type]
+        )
+
+    def _now_only(self, anchor: Anchor, fields: dict[str, object]) -> AnchorCheck | None:
+        """An anchor of a memory with uncommitted changes: it only has to exist now."""
+        assert anchor.path is not None
+        blob = self.now(anchor.path)
+        if blob is None:
+            if anchor.origin != EXPLICIT and not self.history.known(anchor.path):
+                return None
+            return AnchorCheck(status="broken", note=f"no file {anchor.path}", **fields)  # type: ignore[arg-type]
+        if anchor.symbol is not None:
+            found, note = self._symbol_in(blob, anchor.path, anchor.symbol)
+            if found is False:
+                return AnchorCheck(status="broken", note=note, **fields)  # type: ignore[arg-type]
+            return AnchorCheck(status="fresh", note=note, **fields)  # type: ignore[arg-type]
+        if anchor.lines is not None and anchor.lines[1] > len(blob[1].splitlines()):
+            return AnchorCheck(status="broken", note=f"{anchor.path} has fewer than {anchor.lines[1]} lines", **fields)  # type: ignore[arg-type]
+        return AnchorCheck(status="fresh", **fields)  # type: ignore[arg-type]
+
+    def _symbol_in(self, blob: Blob, path: str, symbol: str) -> tuple[bool | None, str | None]:
+        """Whether ``symbol`` is defined in ``blob`` (None: cannot tell, and the note says why)."""
+        language = language_for(path, blob[1][:200])
+        if _binary(blob[1]):
+            return False, f"{path} is a binary file: it has no symbols (anchor the file itself)"
+        if not language or not self.parsers.available(language):
+            return None, _file_level(path, language, self.parsers)
+        found = self.definitions(blob, language) or {}
+        if _lookup(found, symbol, language) is None:
+            return False, f"no definition {symbol} in {path}"
+        return True, None
+
+    def _against(self, anchor: Anchor, base: Baseline, fields: dict[str, object]) -> AnchorCheck | None:
+        assert anchor.path is not None and base.seq is not None
+        start = base.written if base.written is not None else base.seq
+        # The path as the memory wrote it, through the renames made before the baseline (a verification later).
+        path = anchor.path
+        for renamed, at in self.history.follow(anchor.path, start):
+            if at > base.seq:
+                break
+            path = renamed
+        begin = base.seq
+        if not self.history.existed_at(path, begin):
+            added = next((s for s in self.history.changed_after(path, begin) if self.history.existed_at(path, s)), None)
+            if added is not None:
+                begin = added  # written before its file was committed: compared from the commit that added it
+            elif self.exists_now(path) and self.uncommitted(path):
+                return self._uncommitted_new(anchor, path, fields)
+            elif anchor.origin != EXPLICIT:
+                return None  # named as gone, or never a file of this repository
+            elif self.exists_now(path):
+                pass  # a file git does not track: checked as it is now
+            else:
+                return AnchorCheck(status="broken", note=f"no file {path}, then or now", **fields)  # type: ignore[arg-type]
+        chain = self.history.follow(path, begin)
+        current = chain[-1][0] if chain else path
+        moved_to = current if chain else None
+        segments = [(path, begin), *chain]
+        versions = self._versions(segments)
+        now = self.now(current)
+        if now is None and chain and self.now(path) is not None:  # renamed in history, back at its old path now
+            current, moved_to, now = path, None, self.now(path)
+        then = self.at(begin, path) if self.history.existed_at(path, begin) else None
+        if now is None:
+            return self._gone(anchor, fields, path, begin, then, versions)
+        commits = [seq for seq, _ in versions]
+        uncommitted = self.uncommitted(current)
+        if anchor.symbol is not None:
+            return self._symbol(anchor, fields, path, current, moved_to, begin, then, now, versions, uncommitted)
+        if anchor.lines is not None:
+            return self._lines(anchor, fields, current, moved_to, base, begin, then, now, commits, uncommitted)
+        same = then is not None and then[0] == now[0]
+        changed = () if same else tuple(self.history.commit(s) for s in commits)
+        status = "fresh" if same else "stale"
+        note = None
+        if moved_to is not None:
+            status = "moved" if same else "stale"
+            note = f"renamed to {moved_to}" + ("" if same else " and changed")
+        if status == "stale" and uncommitted:
+            note = _join(note, "uncommitted edits count as now")
+        return AnchorCheck(
+            status=status,
+            changed_in=changed,
+            uncommitted=uncommitted and not same,
+            moved_to=moved_to,
+            note=note,
+            **fields,  # type: ignore[arg-type]
+        )
+
+    def _uncommitted_new(self, anchor: Anchor, path: str, fields: dict[str, object]) -> AnchorCheck:
+        note = f"{path} is not committed yet: checked as it is now"
+        return AnchorCheck(status="fresh", note=note, uncommitted=True, **fields)  # type: ignore[arg-type]
+
+    def _versions(self, segments: list[tuple[str, int]]) -> list[tuple[int, str]]:
+        """(seq, the path then) of each commit after the first segment's seq that touched the file, following
+        the renames in ``segments`` ([(path, from seq), (renamed path, rename seq), ...])."""
+        found: list[tuple[int, str]] = []
+        for index, (path, since) in enumerate(segments):
+            until = segments[index + 1][1] if index + 1 < len(segments) else None
+            for seq in self.history.changed_after(path, since):
+                if until is not None and seq >= until:
+                    break
+                found.append((seq, path))
+            if until is not None:
+                found.append((until, segments[index + 1][0]))
+        return sorted(set(found))
+
+    def _short(self, seq: int) -> str:
+        return self.history.commit(seq)[:7]
+
+    def _gone(
+        self, anchor: Anchor, fields: dict[str, object], path: str, begin: int, then: Blob | None,
+        versions: list[tuple[int, str]],
+    ) -> AnchorCheck:  # fmt: skip
+        """The file is gone now: a symbol may have moved to another file, else the anchor is broken."""
+        gone_in = [self.history.commit(seq) for seq, _ in versions[-1:]] if versions else []
+        uncommitted = self.uncommitted(path) and not versions
+        if anchor.symbol is not None and then is not None:
+            moved = self._elsewhere(anchor.symbol, path, begin, then, exclude={path})
+            if moved is not None:
+                return AnchorCheck(
+                    status="moved", moved_to=moved, changed_in=tuple(gone_in), uncommitted=uncommitted,
+                    note=f"{path} is gone; {anchor.symbol} is defined in {moved.split('#', 1)[0]} now", **fields,  # type: ignore[arg-type]
+                )  # fmt: skip
+        where = "deleted in the work tree (uncommitted)" if uncommitted else "deleted"
+        return AnchorCheck(
+            status="broken",
+            changed_in=tuple(gone_in),
+            uncommitted=uncommitted,
+            note=f"{path} was {where}",
+            **fields,  # type: ignore[arg-type]
+        )
+
+    # -- symbols ------------------------------------------------------------------
+    def _symbol(
+        self, anchor: Anchor, fields: dict[str, object], path: str, current: str, moved_to: str | None, begin: int,
+        then: Blob | None, now: Blob, versions: list[tuple[int, str]], uncommitted: bool,
+    ) -> AnchorCheck:  # fmt: skip
+        assert anchor.symbol is not None
+        symbol = anchor.symbol
+        if _binary(now[1]):
+            return AnchorCheck(
+                status="broken",
+                note=f"{current} is a binary file: it has no symbols (anchor the file itself)",
+                **fields,
+            )  # type: ignore[arg-type]
+        language = language_for(current, now[1][:200])
+        if not language or not self.parsers.available(language):
+            same = then is not None and then[0] == now[0]
+            note = _file_level(current, language, self.parsers)
+            changed = () if same else tuple(self.history.commit(s) for s, _ in versions)
+            status = ("moved" if moved_to else "fresh") if same else "stale"
+            return AnchorCheck(
+                status=status, changed_in=changed, uncommitted=uncommitted and not same,
+                moved_to=f"{moved_to}#{symbol}" if moved_to else None, note=note, **fields,  # type: ignore[arg-type]
+            )  # fmt: skip
+        if len(now[1]) > MAX_PARSE or (then is not None and len(then[1]) > MAX_PARSE):
+            same = then is not None and then[0] == now[0]
+            return AnchorCheck(
+                status=("moved" if moved_to else "fresh") if same else "stale",
+                changed_in=() if same else tuple(self.history.commit(s) for s, _ in versions),
+                uncommitted=uncommitted and not same, moved_to=f"{moved_to}#{symbol}" if moved_to else None,
+                note=f"{current} is over {MAX_PARSE // 1_000_000} MB: checked at file level", **fields,  # type: ignore[arg-type]
+            )  # fmt: skip
+        now_defs = self.definitions(now, language) or {}
+        at_now = _lookup(now_defs, symbol, language)
+        proposed = f"{moved_to}#{at_now[0]}" if moved_to and at_now else None
+        if at_now is not None and then is not None and _holds(then[1], _lines_of(now[1], at_now[1])):
+            # The symbol's lines now are in the file as the memory saw it, whole: unchanged, no second parse.
+            touched = len(versions) + (1 if uncommitted else 0)
+            note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
+            if moved_to is not None:
+                note = f"renamed to {moved_to}; {note}"
+            return AnchorCheck(status="moved" if moved_to else "fresh", moved_to=proposed, note=note, **fields)  # type: ignore[arg-type]
+        then_defs = self.definitions(then, language) or {} if then is not None else {}
+        at_then = _lookup(then_defs, symbol, language)
+        if at_then is None:
+            # Not in the file when the memory was written: compared from the first version that defines it.
+            first = self._first_defining(symbol, language, versions)
+            if first is None:
+                if at_now is None:
+                    return AnchorCheck(
+                        status="broken", note=f"no definition {symbol} in {current}, then or now", **fields
+                    )  # type: ignore[arg-type]
+                note = f"{symbol} was defined after the memory was written, in uncommitted edits"
+                return AnchorCheck(status="fresh", note=note, uncommitted=True, moved_to=proposed, **fields)  # type: ignore[arg-type]
+            begin, then = first
+            at_then = _lookup(self.definitions(then, language) or {}, symbol, language)
+            versions = [item for item in versions if item[0] > begin]
+            assert at_then is not None
+        if at_now is None:
+            moved = self._elsewhere(symbol, current, begin, then, exclude={current, path}) if then else None
+            removed = self._symbol_changes(symbol, language, then, at_then[1], versions, until_gone=True)
+            if moved is not None:
+                return AnchorCheck(
+                    status="moved", moved_to=moved, changed_in=removed, uncommitted=uncommitted,
+                    note=f"{symbol} left {current}; it is defined in {moved.split('#', 1)[0]} now", **fields,  # type: ignore[arg-type]
+                )  # fmt: skip
+            return AnchorCheck(
+                status="broken", changed_in=removed, uncommitted=uncommitted and not removed,
+                note=f"no definition {symbol} in {current} now", **fields,  # type: ignore[arg-type]
+            )  # fmt: skip
+        if at_then[1].digest_in(then[1] if then else b"") == at_now[1].digest_in(now[1]):
+            note = None
+            if then is not None and then[0] != now[0]:
+                touched = len(versions) + (1 if uncommitted else 0)
+                note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
+            if moved_to is not None:
+                note = _join(f"renamed to {moved_to}", note)
+            return AnchorCheck(status="moved" if moved_to else "fresh", moved_to=proposed, note=note, **fields)  # type: ignore[arg-type]
+        assert then is not None
+        changed = self._symbol_changes(symbol, language, then, at_then[1], versions)
+        in_work_tree = uncommitted and self._changed_uncommitted(symbol, language, current, at_now[1].digest_in(now[1]))
+        note = "uncommitted edits count as now" if in_work_tree else None
+        if moved_to is not None:
+            note = _join(f"renamed to {moved_to}", note)
+        diff = _diff(
+            _lines_of(then[1], at_then[1]), _lines_of(now[1], at_now[1]),
+            f"{path}#{symbol} @ {self._short(begin)}", f"{current}#{at_now[0]} now",
+        )  # fmt: skip
+        return AnchorCheck(
+            status="stale", changed_in=changed, uncommitted=in_work_tree, moved_to=proposed, note=note, diff=diff,
+            **fields,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    def _changed_uncommitted(self, symbol: str, language: str, path: str, now: str) -> bool:
+        """Whether the uncommitted edits of ``path`` change ``symbol`` (against ``HEAD``)."""
+        head = self.history.last
+        if head == 0:
+            return True
+        committed = self.blobs.read(f"HEAD:{path}")
+        if committed is None:
+            return True
+        found = _lookup(self.definitions(committed, language) or {}, symbol, language)
+        return found is None or found[1].digest_in(committed[1]) != now
+
+    def _first_defining(self, symbol: str, language: str, versions: list[tuple[int, str]]) -> tuple[int, Blob] | None:
+        for seq, path in versions:
+            blob = self.at(seq, path)
+            if blob is not None and _lookup(self.definitions(blob, language) or {}, symbol, language) is not None:
+                return seq, blob
+        return None
+
+    def _symbol_changes(
+        self, symbol: str, language: str, then: Blob, at_then: Definition, versions: list[tuple[int, str]],
+        *, until_gone: bool = False,
+    ) -> tuple[str, ...]:  # fmt: skip
+        """The commits among ``versions`` that changed ``symbol`` (or, ``until_gone``, removed it), oldest first.
+        Only the newest ``WALK`` versions are read; a version still holding the symbol's lines verbatim is
+        taken as not changing it, without a parse."""
+        shown = versions[-WALK:]
+        changed: list[str] = []
+        previous_text = _lines_of(then[1], at_then)
+        previous = at_then.digest_in(then[1])
+        if len(versions) > WALK:  # start from the version before the ones read
+            seq, path = versions[-WALK - 1]
+            start = self.at(seq, path)
+            found = _lookup(self.definitions(start, language) or {}, symbol, language) if start else None
+            if found is None:
+                return tuple(self.history.commit(s) for s, _ in shown)
+            assert start is not None
+            previous, previous_text = found[1].digest_in(start[1]), _lines_of(start[1], found[1])
+        self.prefetch(shown)
+        for seq, path in shown:
+            blob = self.at(seq, path)
+            if blob is None:
+                if previous:
+                    changed.append(self.history.commit(seq))
+                previous, previous_text = "", b""
+                continue
+            if previous_text and _holds(blob[1], previous_text):
+                continue  # the symbol's lines are there as they were, whole
+            found = _lookup(self.definitions(blob, language) or {}, symbol, language)
+            digest = found[1].digest_in(blob[1]) if found else ""
+            if digest != previous:
+                changed.append(self.history.commit(seq))
+            previous = digest
+            previous_text = _lines_of(blob[1], found[1]) if found else b""
+        return tuple(changed)
+
+    def _touched_after(self, seq: int) -> list[str]:
+        if seq not in self._touched_since:
+            self._touched_since[seq] = sorted(
+                path for path, events in self.history.events.items() if events and abs(events[-1]) > seq
+            )
+        return self._touched_since[seq]
+
+    def _elsewhere(self, symbol: str, path: str, begin: int, then: Blob, exclude: set[str]) -> str | None:
+        """``path#symbol`` moved to another file changed since ``begin``: the same dotted name there, or the same
+        name with the same text. ``file#Symbol`` or None."""
+        language = language_for(path, then[1][:200])
+        if not language or not self.parsers.available(language):
+            return None
+        at_then = _lookup(self.definitions(then, language) or {}, symbol, language)
+        leaf = symbol.rsplit(".", 1)[-1]
+        family = _FAMILY.get(language, language)
+        candidates = [
+            candidate for candidate in [*self._touched_after(begin), *sorted(self.tree.changed), *sorted(self.tree.untracked)]
+            if candidate not in exclude and _FAMILY.get(language_for(candidate) or "", language_for(candidate) or "") == family
+        ][:MOVE_CANDIDATES]  # fmt: skip
+        same_text: list[str] = []
+        for candidate in dict.fromkeys(candidates):
+            blob = self.now(candidate)
+            if blob is None or leaf.encode() not in blob[1]:
+                continue
+            found = self.definitions(blob, language_for(candidate) or language) or {}
+            exact = _lookup(found, symbol, language)
+            if exact is not None:
+                return f"{candidate}#{exact[0]}"
+            if at_then is not None:
+                same_text += [
+                    f"{candidate}#{name}" for name, item in found.items()
+                    if name.rsplit(".", 1)[-1] == leaf and item.digest_in(blob[1]) == at_then[1].digest_in(then[1])
+                ]  # fmt: skip
+        return same_text[0] if len(same_text) == 1 else None
+
+    # -- lines --------------------------------------------------------------------
+    def _lines(
+        self, anchor: Anchor, fields: dict[str, object], current: str, moved_to: str | None, base: Baseline,
+        begin: int, then: Blob | None, now: Blob, commits: list[int], uncommitted: bool,
+    ) -> AnchorCheck:  # fmt: skip
+        assert anchor.lines is not None and anchor.path is not None
+        first, last = anchor.lines
+        if then is None:
+            return AnchorCheck(
+                status="fresh", note=f"{current} is newer than the memory: its lines are taken as now", **fields
+            )  # type: ignore[arg-type]
+        if base.written is not None and base.written < begin:  # line numbers are the written version's
+            written = self.at(base.written, anchor.path)
+            if written is not None:
+                state, first, last = map_lines(written[1], then[1], first, last)
+                if state == "gone":
+                    return AnchorCheck(status="broken", note="the lines were gone at the verified commit", **fields)  # type: ignore[arg-type]
+        if last > len(then[1].splitlines()):
+            return AnchorCheck(status="broken", note=f"{anchor.path} had fewer than {last} lines", **fields)  # type: ignore[arg-type]
+        state, new_first, new_last = map_lines(then[1], now[1], first, last)
+        where = f"L{new_first}-L{new_last}"
+        proposed = f"{moved_to or current}:{where}" if (moved_to or (new_first, new_last) != (first, last)) else None
+        changed = tuple(self.history.commit(s) for s in commits) if state != "same" else ()
+        if state == "same":
+            note = f"now at {where}" if (new_first, new_last) != (first, last) else None
+            if moved_to:
+                note = _join(f"renamed to {moved_to}", note)
+            status = "moved" if moved_to else "fresh"
+            return AnchorCheck(
+                status=status, moved_to=proposed if moved_to else None, note=note, **{**fields, "lines": where}
+            )  # type: ignore[arg-type]
+        old_text = b"\n".join(then[1].splitlines()[first - 1 : last])
+        if state == "gone":
+            return AnchorCheck(
+                status="broken", changed_in=changed, uncommitted=uncommitted, note="the lines are gone", **fields
+            )  # type: ignore[arg-type]
+        new_text = b"\n".join(now[1].splitlines()[new_first - 1 : new_last])
+        diff = _diff(
+            old_text, new_text, f"{anchor.path}:L{first}-L{last} @ {self._short(begin)}", f"{current}:{where} now"
+        )
+        note = "uncommitted edits count as now" if uncommitted else None
+        return AnchorCheck(
+            status="stale", changed_in=changed, uncommitted=uncommitted, moved_to=proposed, note=note, diff=diff,
+            **{**fields, "lines": where},  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+def map_lines(old: bytes, new: bytes, first: int, last: int) -> tuple[str, int, int]:
+    """Where lines ``first..last`` of ``old`` are in ``new``: (``same`` | ``changed`` | ``gone``, first, last).
+
+    The block is looked for whole first (the copy nearest its old place); only when it is not there are the
+    two texts compared, in a window around it."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    block = old_lines[first - 1 : last]
+    if not block:
+        return "gone", first, last
+    size = len(block)
+    places = [
+        at
+        for at in range(len(new_lines) - size + 1)
+        if new_lines[at] == block[0] and new_lines[at : at + size] == block
+    ]
+    if places:
+        at = min(places, key=lambda place: abs(place - (first - 1)))
+        return "same", at + 1, at + size
+    # Compare a window around the block, from the last matching line before it to the first after it.
+    margin = 200
+    low, high = max(0, first - 1 - margin), min(len(old_lines), last + margin)
+    shift = len(new_lines) - len(old_lines)
+    new_low, new_high = max(0, low + min(0, shift)), min(len(new_lines), high + max(0, shift))
+    matcher = difflib.SequenceMatcher(None, old_lines[low:high], new_lines[new_low:new_high], autojunk=False)
+    mapped: dict[int, int] = {}
+    for tag, a0, a1, b0, _ in matcher.get_opcodes():
+        if tag == "equal":
+            for offset in range(a1 - a0):
+                mapped[low + a0 + offset + 1] = new_low + b0 + offset + 1
+    kept = [mapped[line] for line in range(first, last + 1) if line in mapped]
+    if not kept:
+        return "gone", first, last
+    return "changed", min(kept), max(kept)
+
+
+def _lookup(found: dict[str, Definition], symbol: str, language: str) -> tuple[str, Definition] | None:
+    """The definition ``symbol`` names: its dotted name exactly, else (PowerShell) without case, else the only
+    definition whose dotted name ends with it."""
+    if symbol in found:
+        return symbol, found[symbol]
+    if language == "powershell":
+        lowered = symbol.lower()
+        for name, item in found.items():
+            if name.lower() == lowered:
+                return name, item
+    tails = [name for name in found if name.endswith("." + symbol)]
+    if len(tails) == 1:
+        return tails[0], found[tails[0]]
+    return None
+
+
+def _holds(data: bytes, lines: bytes) -> bool:
+    """Whether ``data`` holds ``lines`` as whole lines."""
+    return bool(lines) and (data.startswith(lines + b"\n") or b"\n" + lines + b"\n" in data or data == lines
+                            or data.endswith(b"\n" + lines))  # fmt: skip
+
+
+def _lines_of(data: bytes, definition: Definition) -> bytes:
+    return b"\n".join(data.splitlines()[definition.first - 1 : definition.last])
+
+
+def _binary(data: bytes) -> bool:
+    return b"\0" in data[:8000]
+
+
+def _file_level(path: str, language: str | None, parsers: Parsers) -> str:
+    if language and language in parsers.missing:
+        return f"{parsers.missing[language]}: checked at file level"
+    suffix = Path(path).suffix or "this kind of file"
+    return f"no grammar for {suffix} files here: checked at file level"
+
+
+def _join(first: str | None, second: str | None) -> str | None:
+    parts = [part for part in (first, second) if part]
+    return "; ".join(parts) or None
+
+
+def _diff(old: bytes, new: bytes, old_label: str, new_label: str) -> str:
+    lines = list(
+        difflib.unified_diff(
+            old.decode("utf-8", "replace").splitlines(), new.decode("utf-8", "replace").splitlines(),
+            old_label, new_label, lineterm="", n=2,
+        )
+    )  # fmt: skip
+    if len(lines) > DIFF_LINES:
+        lines = [*lines[:DIFF_LINES], f"... ({len(lines) - DIFF_LINES} more lines)"]
+    return "\n".join(lines)
