@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from memrouter.anchors.records import AnchorCheck
@@ -134,13 +134,13 @@ class Checker:
     def check(self, anchor: Anchor, base: Baseline) -> AnchorCheck | None:
         """The anchor's state from ``base``; None for an inferred path that was no file then nor now (a memory
         may name a file it says is gone)."""
-        fields = {
-            "written": anchor.written, "kind": anchor.kind, "origin": anchor.origin, "path": anchor.path,
-            "symbol": anchor.symbol, "commit": anchor.commit, "line": anchor.line,
-            "lines": f"L{anchor.lines[0]}-L{anchor.lines[1]}" if anchor.lines else None,
-        }  # fmt: skip
+        fields = AnchorCheck(
+            written=anchor.written, kind=anchor.kind, origin=anchor.origin, status="fresh", path=anchor.path,
+            symbol=anchor.symbol, commit=anchor.commit, line=anchor.line,
+            lines=f"L{anchor.lines[0]}-L{anchor.lines[1]}" if anchor.lines else None,
+        )  # fmt: skip
         if anchor.problem is not None:
-            return AnchorCheck(status="broken", note=anchor.problem, **fields)  # type: ignore[arg-type]
+            return replace(fields, status="broken", note=anchor.problem)
         if anchor.commit is not None:
             return self._commit(anchor, fields)
         assert anchor.path is not None
@@ -148,33 +148,29 @@ class Checker:
             return self._now_only(anchor, fields)
         return self._against(anchor, base, fields)
 
-    def _commit(self, anchor: Anchor, fields: dict[str, object]) -> AnchorCheck:
+    def _commit(self, anchor: Anchor, fields: AnchorCheck) -> AnchorCheck:
         assert anchor.commit is not None
         seq = self.history.seq_of(anchor.commit)
         if seq is not None:
-            return AnchorCheck(status="fresh", **{**fields, "commit": self.history.commit(seq)})  # type: ignore[arg-type]
-        return AnchorCheck(
-            status="broken",
-            note=f"commit {anchor.commit} is not in this branch's history",
-            **fields,  # type: ignore[arg-type]
-        )
+            return replace(fields, status="fresh", commit=self.history.commit(seq))
+        return replace(fields, status="broken", note=f"commit {anchor.commit} is not in this branch's history")
 
-    def _now_only(self, anchor: Anchor, fields: dict[str, object]) -> AnchorCheck | None:
+    def _now_only(self, anchor: Anchor, fields: AnchorCheck) -> AnchorCheck | None:
         """An anchor of a memory with uncommitted changes: it only has to exist now."""
         assert anchor.path is not None
         blob = self.now(anchor.path)
         if blob is None:
             if anchor.origin != EXPLICIT and not self.history.known(anchor.path):
                 return None
-            return AnchorCheck(status="broken", note=f"no file {anchor.path}", **fields)  # type: ignore[arg-type]
+            return replace(fields, status="broken", note=f"no file {anchor.path}")
         if anchor.symbol is not None:
             found, note = self._symbol_in(blob, anchor.path, anchor.symbol)
             if found is False:
-                return AnchorCheck(status="broken", note=note, **fields)  # type: ignore[arg-type]
-            return AnchorCheck(status="fresh", note=note, **fields)  # type: ignore[arg-type]
+                return replace(fields, status="broken", note=note)
+            return replace(fields, status="fresh", note=note)
         if anchor.lines is not None and anchor.lines[1] > len(blob[1].splitlines()):
-            return AnchorCheck(status="broken", note=f"{anchor.path} has fewer than {anchor.lines[1]} lines", **fields)  # type: ignore[arg-type]
-        return AnchorCheck(status="fresh", **fields)  # type: ignore[arg-type]
+            return replace(fields, status="broken", note=f"{anchor.path} has fewer than {anchor.lines[1]} lines")
+        return replace(fields, status="fresh")
 
     def _symbol_in(self, blob: Blob, path: str, symbol: str) -> tuple[bool | None, str | None]:
         """Whether ``symbol`` is defined in ``blob`` (None: cannot tell, and the note says why)."""
@@ -188,7 +184,7 @@ class Checker:
             return False, f"no definition {symbol} in {path}"
         return True, None
 
-    def _against(self, anchor: Anchor, base: Baseline, fields: dict[str, object]) -> AnchorCheck | None:
+    def _against(self, anchor: Anchor, base: Baseline, fields: AnchorCheck) -> AnchorCheck | None:
         assert anchor.path is not None and base.seq is not None
         start = base.written if base.written is not None else base.seq
         # The path as the memory wrote it, through the renames made before the baseline (a verification later).
@@ -209,7 +205,7 @@ class Checker:
             elif self.exists_now(path):
                 pass  # a file git does not track: checked as it is now
             else:
-                return AnchorCheck(status="broken", note=f"no file {path}, then or now", **fields)  # type: ignore[arg-type]
+                return replace(fields, status="broken", note=f"no file {path}, then or now")
         chain = self.history.follow(path, begin)
         current = chain[-1][0] if chain else path
         moved_to = current if chain else None
@@ -236,18 +232,18 @@ class Checker:
             note = f"renamed to {moved_to}" + ("" if same else " and changed")
         if status == "stale" and uncommitted:
             note = _join(note, "uncommitted edits count as now")
-        return AnchorCheck(
+        return replace(
+            fields,
             status=status,
             changed_in=changed,
             uncommitted=uncommitted and not same,
             moved_to=moved_to,
             note=note,
-            **fields,  # type: ignore[arg-type]
         )
 
-    def _uncommitted_new(self, anchor: Anchor, path: str, fields: dict[str, object]) -> AnchorCheck:
+    def _uncommitted_new(self, anchor: Anchor, path: str, fields: AnchorCheck) -> AnchorCheck:
         note = f"{path} is not committed yet: checked as it is now"
-        return AnchorCheck(status="fresh", note=note, uncommitted=True, **fields)  # type: ignore[arg-type]
+        return replace(fields, status="fresh", note=note, uncommitted=True)
 
     def _versions(self, segments: list[tuple[str, int]]) -> list[tuple[int, str]]:
         """(seq, the path then) of each commit after the first segment's seq that touched the file, following
@@ -267,7 +263,7 @@ class Checker:
         return self.history.commit(seq)[:7]
 
     def _gone(
-        self, anchor: Anchor, fields: dict[str, object], path: str, begin: int, then: Blob | None,
+        self, anchor: Anchor, fields: AnchorCheck, path: str, begin: int, then: Blob | None,
         versions: list[tuple[int, str]],
     ) -> AnchorCheck:  # fmt: skip
         """The file is gone now: a symbol may have moved to another file, else the anchor is broken."""
@@ -276,49 +272,43 @@ class Checker:
         if anchor.symbol is not None and then is not None:
             moved = self._elsewhere(anchor.symbol, path, begin, then, exclude={path})
             if moved is not None:
-                return AnchorCheck(
+                return replace(fields,
                     status="moved", moved_to=moved, changed_in=tuple(gone_in), uncommitted=uncommitted,
-                    note=f"{path} is gone; {anchor.symbol} is defined in {moved.split('#', 1)[0]} now", **fields,  # type: ignore[arg-type]
+                    note=f"{path} is gone; {anchor.symbol} is defined in {moved.split('#', 1)[0]} now"
                 )  # fmt: skip
         where = "deleted in the work tree (uncommitted)" if uncommitted else "deleted"
-        return AnchorCheck(
-            status="broken",
-            changed_in=tuple(gone_in),
-            uncommitted=uncommitted,
-            note=f"{path} was {where}",
-            **fields,  # type: ignore[arg-type]
+        return replace(
+            fields, status="broken", changed_in=tuple(gone_in), uncommitted=uncommitted, note=f"{path} was {where}"
         )
 
     # -- symbols ------------------------------------------------------------------
     def _symbol(
-        self, anchor: Anchor, fields: dict[str, object], path: str, current: str, moved_to: str | None, begin: int,
+        self, anchor: Anchor, fields: AnchorCheck, path: str, current: str, moved_to: str | None, begin: int,
         then: Blob | None, now: Blob, versions: list[tuple[int, str]], uncommitted: bool,
     ) -> AnchorCheck:  # fmt: skip
         assert anchor.symbol is not None
         symbol = anchor.symbol
         if _binary(now[1]):
-            return AnchorCheck(
-                status="broken",
-                note=f"{current} is a binary file: it has no symbols (anchor the file itself)",
-                **fields,
-            )  # type: ignore[arg-type]
+            return replace(
+                fields, status="broken", note=f"{current} is a binary file: it has no symbols (anchor the file itself)"
+            )
         language = language_for(current, now[1][:200])
         if not language or not self.parsers.available(language):
             same = then is not None and then[0] == now[0]
-            note = _file_level(current, language, self.parsers)
+            note: str | None = _file_level(current, language, self.parsers)
             changed = () if same else tuple(self.history.commit(s) for s, _ in versions)
             status = ("moved" if moved_to else "fresh") if same else "stale"
-            return AnchorCheck(
+            return replace(fields,
                 status=status, changed_in=changed, uncommitted=uncommitted and not same,
-                moved_to=f"{moved_to}#{symbol}" if moved_to else None, note=note, **fields,  # type: ignore[arg-type]
+                moved_to=f"{moved_to}#{symbol}" if moved_to else None, note=note
             )  # fmt: skip
         if len(now[1]) > MAX_PARSE or (then is not None and len(then[1]) > MAX_PARSE):
             same = then is not None and then[0] == now[0]
-            return AnchorCheck(
+            return replace(fields,
                 status=("moved" if moved_to else "fresh") if same else "stale",
                 changed_in=() if same else tuple(self.history.commit(s) for s, _ in versions),
                 uncommitted=uncommitted and not same, moved_to=f"{moved_to}#{symbol}" if moved_to else None,
-                note=f"{current} is over {MAX_PARSE // 1_000_000} MB: checked at file level", **fields,  # type: ignore[arg-type]
+                note=f"{current} is over {MAX_PARSE // 1_000_000} MB: checked at file level"
             )  # fmt: skip
         now_defs = self.definitions(now, language) or {}
         at_now = _lookup(now_defs, symbol, language)
@@ -329,7 +319,7 @@ class Checker:
             note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
             if moved_to is not None:
                 note = f"renamed to {moved_to}; {note}"
-            return AnchorCheck(status="moved" if moved_to else "fresh", moved_to=proposed, note=note, **fields)  # type: ignore[arg-type]
+            return replace(fields, status="moved" if moved_to else "fresh", moved_to=proposed, note=note)
         then_defs = self.definitions(then, language) or {} if then is not None else {}
         at_then = _lookup(then_defs, symbol, language)
         if at_then is None:
@@ -337,36 +327,34 @@ class Checker:
             first = self._first_defining(symbol, language, versions)
             if first is None:
                 if at_now is None:
-                    return AnchorCheck(
-                        status="broken", note=f"no definition {symbol} in {current}, then or now", **fields
-                    )  # type: ignore[arg-type]
+                    return replace(fields, status="broken", note=f"no definition {symbol} in {current}, then or now")
                 note = f"{symbol} was defined after the memory was written, in uncommitted edits"
-                return AnchorCheck(status="fresh", note=note, uncommitted=True, moved_to=proposed, **fields)  # type: ignore[arg-type]
+                return replace(fields, status="fresh", note=note, uncommitted=True, moved_to=proposed)
             begin, then = first
             at_then = _lookup(self.definitions(then, language) or {}, symbol, language)
             versions = [item for item in versions if item[0] > begin]
             assert at_then is not None
+        assert then is not None
         if at_now is None:
-            moved = self._elsewhere(symbol, current, begin, then, exclude={current, path}) if then else None
+            moved = self._elsewhere(symbol, current, begin, then, exclude={current, path})
             removed = self._symbol_changes(symbol, language, then, at_then[1], versions, until_gone=True)
             if moved is not None:
-                return AnchorCheck(
+                return replace(fields,
                     status="moved", moved_to=moved, changed_in=removed, uncommitted=uncommitted,
-                    note=f"{symbol} left {current}; it is defined in {moved.split('#', 1)[0]} now", **fields,  # type: ignore[arg-type]
+                    note=f"{symbol} left {current}; it is defined in {moved.split('#', 1)[0]} now"
                 )  # fmt: skip
-            return AnchorCheck(
+            return replace(fields,
                 status="broken", changed_in=removed, uncommitted=uncommitted and not removed,
-                note=f"no definition {symbol} in {current} now", **fields,  # type: ignore[arg-type]
+                note=f"no definition {symbol} in {current} now"
             )  # fmt: skip
-        if at_then[1].digest_in(then[1] if then else b"") == at_now[1].digest_in(now[1]):
+        if at_then[1].digest_in(then[1]) == at_now[1].digest_in(now[1]):
             note = None
-            if then is not None and then[0] != now[0]:
+            if then[0] != now[0]:
                 touched = len(versions) + (1 if uncommitted else 0)
                 note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
             if moved_to is not None:
                 note = _join(f"renamed to {moved_to}", note)
-            return AnchorCheck(status="moved" if moved_to else "fresh", moved_to=proposed, note=note, **fields)  # type: ignore[arg-type]
-        assert then is not None
+            return replace(fields, status="moved" if moved_to else "fresh", moved_to=proposed, note=note)
         changed = self._symbol_changes(symbol, language, then, at_then[1], versions)
         in_work_tree = uncommitted and self._changed_uncommitted(symbol, language, current, at_now[1].digest_in(now[1]))
         note = "uncommitted edits count as now" if in_work_tree else None
@@ -376,9 +364,8 @@ class Checker:
             _lines_of(then[1], at_then[1]), _lines_of(now[1], at_now[1]),
             f"{path}#{symbol} @ {self._short(begin)}", f"{current}#{at_now[0]} now",
         )  # fmt: skip
-        return AnchorCheck(
-            status="stale", changed_in=changed, uncommitted=in_work_tree, moved_to=proposed, note=note, diff=diff,
-            **fields,  # type: ignore[arg-type]
+        return replace(fields,
+            status="stale", changed_in=changed, uncommitted=in_work_tree, moved_to=proposed, note=note, diff=diff
         )  # fmt: skip
 
     def _changed_uncommitted(self, symbol: str, language: str, path: str, now: str) -> bool:
@@ -474,23 +461,23 @@ class Checker:
 
     # -- lines --------------------------------------------------------------------
     def _lines(
-        self, anchor: Anchor, fields: dict[str, object], current: str, moved_to: str | None, base: Baseline,
+        self, anchor: Anchor, fields: AnchorCheck, current: str, moved_to: str | None, base: Baseline,
         begin: int, then: Blob | None, now: Blob, commits: list[int], uncommitted: bool,
     ) -> AnchorCheck:  # fmt: skip
         assert anchor.lines is not None and anchor.path is not None
         first, last = anchor.lines
         if then is None:
-            return AnchorCheck(
-                status="fresh", note=f"{current} is newer than the memory: its lines are taken as now", **fields
-            )  # type: ignore[arg-type]
+            return replace(
+                fields, status="fresh", note=f"{current} is newer than the memory: its lines are taken as now"
+            )
         if base.written is not None and base.written < begin:  # line numbers are the written version's
             written = self.at(base.written, anchor.path)
             if written is not None:
                 state, first, last = map_lines(written[1], then[1], first, last)
                 if state == "gone":
-                    return AnchorCheck(status="broken", note="the lines were gone at the verified commit", **fields)  # type: ignore[arg-type]
+                    return replace(fields, status="broken", note="the lines were gone at the verified commit")
         if last > len(then[1].splitlines()):
-            return AnchorCheck(status="broken", note=f"{anchor.path} had fewer than {last} lines", **fields)  # type: ignore[arg-type]
+            return replace(fields, status="broken", note=f"{anchor.path} had fewer than {last} lines")
         state, new_first, new_last = map_lines(then[1], now[1], first, last)
         where = f"L{new_first}-L{new_last}"
         proposed = f"{moved_to or current}:{where}" if (moved_to or (new_first, new_last) != (first, last)) else None
@@ -500,22 +487,20 @@ class Checker:
             if moved_to:
                 note = _join(f"renamed to {moved_to}", note)
             status = "moved" if moved_to else "fresh"
-            return AnchorCheck(
-                status=status, moved_to=proposed if moved_to else None, note=note, **{**fields, "lines": where}
-            )  # type: ignore[arg-type]
+            return replace(fields, status=status, moved_to=proposed if moved_to else None, note=note, lines=where)
         old_text = b"\n".join(then[1].splitlines()[first - 1 : last])
         if state == "gone":
-            return AnchorCheck(
-                status="broken", changed_in=changed, uncommitted=uncommitted, note="the lines are gone", **fields
-            )  # type: ignore[arg-type]
+            return replace(
+                fields, status="broken", changed_in=changed, uncommitted=uncommitted, note="the lines are gone"
+            )
         new_text = b"\n".join(now[1].splitlines()[new_first - 1 : new_last])
         diff = _diff(
             old_text, new_text, f"{anchor.path}:L{first}-L{last} @ {self._short(begin)}", f"{current}:{where} now"
         )
         note = "uncommitted edits count as now" if uncommitted else None
-        return AnchorCheck(
+        return replace(fields,
             status="stale", changed_in=changed, uncommitted=uncommitted, moved_to=proposed, note=note, diff=diff,
-            **{**fields, "lines": where},  # type: ignore[arg-type]
+            lines=where,
         )  # fmt: skip
 
 

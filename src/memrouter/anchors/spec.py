@@ -76,7 +76,7 @@ class Anchor:
             written=str(data["written"]), path=_opt(data.get("path")), symbol=_opt(data.get("symbol")),
             lines=(int(lines[0]), int(lines[1])) if isinstance(lines, list) and len(lines) == 2 else None,
             commit=_opt(data.get("commit")), origin=str(data.get("origin", EXPLICIT)),
-            line=int(data["line"]) if isinstance(data.get("line"), int) else None, problem=_opt(data.get("problem")),
+            line=line if isinstance(line := data.get("line"), int) else None, problem=_opt(data.get("problem")),
         )  # fmt: skip
 
 

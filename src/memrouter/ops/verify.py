@@ -208,7 +208,7 @@ class _Run:
         dirty_now = {path for path in self.tree.changed} | set(self.tree.untracked)
         planned: list[tuple[str, str, list[Anchor], Baseline, list[str], str | None, str | None, list[str]]] = []
         wanted: list[str] = []
-        for name, path, value, anchors_json, extra_json in rows:
+        for name, _, value, anchors_json, extra_json in rows:
             memory_path = self._memory_path(name)
             anchors = [parse_anchor(entry) for entry in _json_list(anchors_json)]
             explicit = {anchor.key for anchor in anchors}
@@ -391,11 +391,13 @@ class _Run:
 
 def _rows(conn: sqlite3.Connection, names: list[str] | None) -> list[tuple[str, str, str, str, str]]:
     query = "SELECT name, path, hash, anchors, extra FROM memories WHERE status != 'pending_review'"
-    rows = [tuple(row) for row in conn.execute(query + " ORDER BY name")]
+    rows: list[tuple[str, str, str, str, str]] = [
+        (str(a), str(b), str(c), str(d), str(e)) for a, b, c, d, e in conn.execute(query + " ORDER BY name")
+    ]
     if names is not None:
         wanted = set(names)
         rows = [row for row in rows if row[0] in wanted]
-    return rows  # type: ignore[return-value]
+    return rows
 
 
 def _history(data: dict[str, object] | None) -> PathHistory | None:

@@ -167,7 +167,7 @@ class PathHistory:
                 times=[int(t) for t in data["times"]],  # type: ignore[attr-defined]
                 events={str(p): [int(e) for e in ev] for p, ev in data["events"].items()},  # type: ignore[attr-defined]
                 renames=renames,
-                shallow=bool(data.get("shallow", False)),  # type: ignore[attr-defined]
+                shallow=bool(data.get("shallow", False)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a path history: {exc}") from exc
