@@ -110,7 +110,10 @@ class MemoryCheck:
         if first is None:
             return self.status
         if first.status == "broken":
-            what = f"{first.label}: {first.note}" if first.note else f"{first.label} is gone"
+            if first.note and first.path and first.note.startswith(first.path):
+                what = first.note
+            else:
+                what = f"{first.label}: {first.note}" if first.note else f"{first.label} is gone"
         elif first.status == "moved":
             what = f"{first.label} moved to {first.moved_to}"
         elif first.status == "unknown":

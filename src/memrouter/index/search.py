@@ -33,7 +33,7 @@ from memrouter.core.model import Filters, Hit, Match, Provenance
 from memrouter.core.records import record, replace
 from memrouter.core.timehint import may_hold_time_words
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
-from memrouter.index.sqlite import queries
+from memrouter.index.sqlite import anchor_marks, queries
 from memrouter.index.sqlite.keeper import IndexKeeper
 from memrouter.index.sqlite.lexical import snippet
 from memrouter.index.text import query_terms
@@ -125,10 +125,15 @@ class SearchPipeline:
             filters = replace(filters, within=inside)
         recency, usage = self.config.search.recency, self.config.janitor
         decaying = self._decaying(recency)
-        widened = boosting or decaying or usage.decay > 0
+        reordered = boosting or decaying or usage.decay > 0
+        stale = self._stale_open()  # memories the last `verify` found stale or broken: lowered below
+        widened = reordered or stale > 0
         # Lexical scoring is exact and one list keeps its own order through
-        # fusion, so lexical search alone needs only ``limit`` candidates.
+        # fusion, so lexical search alone needs only ``limit`` candidates (and, when
+        # stale memories are lowered, as many more as may be lowered out of the top).
         pool = limit if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
+        if mode == "lexical" and stale and not reordered:
+            pool = min(limit + stale, max(limit, CANDIDATE_POOL))
         lists = self._candidates(query, mode, filters, pool)
         if boosting and inside is not None:
             lists["time"] = _inside(lists, inside)
@@ -153,6 +158,8 @@ class SearchPipeline:
             window = inside if boosting and inside is not None else frozenset()
             fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
             fused = fused if widened else fused[:limit]
+        if stale:  # stale and broken memories stay findable, lowered and marked (memrouter.ops.verify)
+            fused = self._lowered(fused)
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
             if decaying and any(recency.get(row["channel"]) for row in brief.values()):
@@ -167,6 +174,29 @@ class SearchPipeline:
         ]
         self.index.note_access([hit.name for hit in hits], now)
         return hits
+
+    def _stale_open(self) -> int:
+        """How many memories the last verification found stale or broken (0 when ``[anchors] stale_share`` is 0)."""
+        if self.config.anchors.stale_share <= 0:
+            return 0
+        return anchor_marks.open_count(self.conn)
+
+    def _lowered(self, fused: builtins.list[Fused]) -> builtins.list[Fused]:
+        """``fused`` with each stale or broken memory's score lowered by ``[anchors] stale_share``, its ``why``
+        saying so (``stale: path#Symbol changed in 3f2a9c1, 4 commits ago``), reordered."""
+        marked = anchor_marks.marks(self.conn, [item.memory_id for item in fused])
+        if not marked:
+            return fused
+        share = self.config.anchors.stale_share
+        lowered: builtins.list[Fused] = []
+        for item in fused:
+            found = marked.get(item.memory_id)
+            if found is None:
+                lowered.append(item)
+                continue
+            why = (*item.why, Match("anchors", 0, share, found[1] or found[0]))
+            lowered.append(replace(item, score=round(item.score * (1 - share), 6), why=why))
+        return sorted(lowered, key=lambda item: (-item.score, item.memory_id))
 
     def _decaying(self, recency: dict[str, float]) -> bool:
         """Whether any memory is in a channel that decays (checked once per index generation)."""

@@ -22,6 +22,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from memrouter import __version__
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
+from memrouter.mcp.anchor_tools import ANCHOR_TOOLS, anchor_tools
 from memrouter.mcp.context_tools import context_resource, context_tools
 from memrouter.mcp.graph_service import GraphService
 from memrouter.mcp.review_tools import REVIEW_TOOLS, acting_client, review_tools
@@ -32,7 +33,7 @@ from memrouter.mcp.wire import lean_schema, refuse_lone_surrogates
 
 __all__ = [
     "create_server", "lean_schema", "INSTRUCTIONS", "GRAPH_TOOLS", "MEMROUTER_TOOLS", "SERENA_TOOLS", "SESSION_TOOLS",
-    "TEAM_TOOLS", "SCRATCH_TOOLS", "REVIEW_TOOLS",
+    "TEAM_TOOLS", "SCRATCH_TOOLS", "REVIEW_TOOLS", "ANCHOR_TOOLS",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -134,6 +135,7 @@ def create_server(service: MemoryService, *, name: str = "memrouter", team: Team
     scratch_tools(tools, _run, _WRITE, _READ, service, team.pinned_agent)
     context_tools(tools, _run, _READ, service)
     review_tools(tools, _run, _WRITE, _READ, service)
+    anchor_tools(tools, _run, _WRITE, _READ, service)
     server: MCPServer = MCPServer(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING", tools=tools.tools
     )

@@ -23,7 +23,8 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from memrouter.core.errors import Conflict, InvalidInput, NotFound
+from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
+from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import CHANNELS, Memory
 from memrouter.core.names import normalize_name, validate_name
 from memrouter.core.query import MAX_FILTER_VALUES, check_filter
@@ -38,6 +39,8 @@ from memrouter.store.edit import replace_text
 from memrouter.store.files import MemoryStore
 
 __all__ = ["MemoryService", "GLOBAL_TOPIC", "MAX_FILTER_VALUES", "RECENT_LIMIT"]
+
+log = LazyLogger(__name__)
 
 GLOBAL_TOPIC = "global"
 # Whoever calls a tool is an agent: its hedged or ungrounded writes go to review (memrouter.guard).
@@ -155,13 +158,45 @@ class MemoryService:
         return _compact(data)
 
     def status(self) -> dict[str, Any]:
-        """The router's status plus what this server adds (global memories, task context)."""
+        """The router's status plus what this server adds (global memories, task context); the anchored
+        memories' states are brought up to date first (``verify``: only what changed since the last check)."""
+        try:
+            self.router.verify(diff=False)
+        except MemoryRouterError as exc:  # the counts stay as last stored; status never fails for it
+            log.warning("anchors not verified for status: %s", exc)
         data = self.router.status()
         data["server"] = {
             "global_root": str(self.global_store.root) if self.global_store else None,
             "task_context": self.tasks.path.exists(),
         }
         return data
+
+    # -- anchors ---------------------------------------------------------------------
+    def verify_memory(self, memory_name: str, accept: bool = False) -> dict[str, Any]:
+        """One memory's anchors and state; ``accept`` first stamps ``verified: <HEAD commit>`` (``Router.accept``)."""
+        _, name = self._split(memory_name, project_only=True)
+        stamped = None
+        if accept is True:
+            stamped = str(self.router.accept(name, actor=_agent()).extra.get("verified") or "") or None
+        report = self.router.verify([name])
+        found = report.memories[0].to_dict() if report.memories else None
+        return {"name": name, "anchored": found is not None, "memory": found, "accepted": stamped,
+                "head": report.head, "notes": list(report.notes)}  # fmt: skip
+
+    def stale_memories(self, limit: int = 20) -> dict[str, Any]:
+        """The stale and broken memories (broken first, then the most recently changed), with why; no diffs."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise InvalidInput("limit must be a whole number from 1 to 200")
+        report = self.router.verify(diff=False)
+        failing = sorted(
+            report.failing, key=lambda m: (m.status != "broken", m.ago if m.ago is not None else -1, m.name)
+        )
+        shown = [
+            {"name": m.name, "status": m.status, "why": m.summary,
+             "anchors": [_compact(a.to_dict(diff=False)) for a in m.anchors if a.status != "fresh"]}
+            for m in failing[:limit]
+        ]  # fmt: skip
+        return {"counts": report.counts(), "total": len(failing), "memories": shown, "head": report.head}
 
     # -- channels and time -------------------------------------------------------
     def promote(self, memory_name: str, reason: str, target: str | None = None, merge: bool = False) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memrouter.index.sqlite.anchor_marks import state_counts
 from memrouter.ops.external import backend_status
 from memrouter.ops.lifecycle import Lifecycle
 
@@ -28,8 +29,20 @@ def status(ws: Workspace) -> dict[str, Any]:
         "readonly": ws.store.readonly,
         **index,
         "sprint": sprint,
+        "anchors": _anchors(ws),
         "database": database,
         "warnings": warnings,
         "config": ws.config.summary(),
         "backends": backend_status(ws),
     }
+
+
+def _anchors(ws: Workspace) -> dict[str, Any]:
+    """The anchored memories by state, as the last ``verify`` found them (``memrouter.ops.verify``): stored
+    counts, no git and no parser; ``head`` is the commit they were checked at (None: never checked)."""
+    found = ws.index.indexed(lambda: state_counts(ws.conn))
+    counts = dict(found["counts"])  # type: ignore[call-overload]
+    return {
+        "fresh": counts.get("fresh", 0), "stale": counts.get("stale", 0), "broken": counts.get("broken", 0),
+        "unknown": counts.get("unknown", 0), "checked_at": found["head"],
+    }  # fmt: skip

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from memrouter.core.model import Memory
     from memrouter.ops.workspace import Workspace
 
-__all__ = ["ANCHORED_PATHS", "accept", "anchor_marks", "verify"]
+__all__ = ["ANCHORED_PATHS", "accept", "verify"]
 
 log = LazyLogger(__name__)
 
@@ -99,11 +99,6 @@ def verify(
     return VerifyReport(
         tuple(shown), head, len(rows), tuple(notes), since, (time.perf_counter() - started) * 1000, counts
     )
-
-
-def anchor_marks(ws: Workspace) -> dict[str, object]:
-    """The stored states' counts (``status``), without running a verification."""
-    return ws.index.indexed(lambda: stored.state_counts(ws.conn))
 
 
 @audited("verify")

@@ -7,7 +7,8 @@
 - ``anchor_states``: the last verification of each memory (its result as JSON, and its state and
   one-line summary for search, context and status).
 
-A search reads only ``anchor_states``, for the candidates it ranks (``marks``): no git, no parser.
+A search reads only ``anchor_states``, for the candidates it ranks (``memrouter.index.sqlite.anchor_marks``):
+no git, no parser.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from memrouter.anchors.spec import Anchor
 from memrouter.anchors.symbols import Definition
 
 __all__ = [
-    "cached", "definitions", "inferred", "marks", "open_count", "save_cached", "save_definitions", "save_inferred",
-    "save_states", "state_counts", "states",
+    "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "save_states", "states",
 ]  # fmt: skip
 
 _CHUNK = 500
@@ -148,35 +148,3 @@ def save_states(
     if keep is not None:
         gone = [row[0] for row in conn.execute("SELECT name FROM anchor_states") if row[0] not in keep]
         conn.executemany("DELETE FROM anchor_states WHERE name = ?", [(name,) for name in gone])
-
-
-def open_count(conn: sqlite3.Connection) -> int:
-    """How many memories' last check found them stale or broken (the search's extra candidates)."""
-    row = conn.execute("SELECT count(*) FROM anchor_states WHERE status != 'fresh'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def marks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, str]]:
-    """Memory id -> (state, summary) for the given memories whose last check (of their current text) found
-    them stale or broken."""
-    if not ids:
-        return {}
-    found: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(ids), _CHUNK):
-        part = ids[start : start + _CHUNK]
-        rows = conn.execute(
-            "SELECT m.id, s.status, s.summary FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
-            f" WHERE s.status != 'fresh' AND s.hash = m.hash AND m.id IN ({', '.join('?' * len(part))})",
-            part,
-        )
-        found.update({int(mid): (str(status), str(summary)) for mid, status, summary in rows})
-    return found
-
-
-def state_counts(conn: sqlite3.Connection) -> dict[str, object]:
-    """Anchored memories by their last check's state, and the commit of the newest check."""
-    counts = {
-        str(status): int(n) for status, n in conn.execute("SELECT status, count(*) FROM anchor_states GROUP BY status")
-    }
-    row = conn.execute("SELECT head, max(checked_at) FROM anchor_states").fetchone()
-    return {"counts": counts, "head": row[0] if row else None, "checked_at": row[1] if row else None}
