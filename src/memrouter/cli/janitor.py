@@ -21,7 +21,7 @@ __all__ = ["janitor"]
 @pass_state
 @handle_errors
 def janitor(state: State, apply: bool, fmt: str) -> None:
-    """Find duplicates, near-duplicates, contradictions and expired memories; never deletes."""
+    """Find duplicates, near-duplicates, contradictions, expired, stale and long-unused memories; never deletes."""
     report = state.router().janitor(apply=apply)
 
     def text() -> str:
@@ -30,10 +30,10 @@ def janitor(state: State, apply: bool, fmt: str) -> None:
             f"{report.memories} {'memory' if report.memories == 1 else 'memories'} in effect: "
             + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in counts.items())
         ]
+        verbs = {"supersede": ("superseded", "would supersede"), "expire": ("expired", "would expire"),
+                 "archive": ("archived", "would archive"), "review": ("review", "review")}  # fmt: skip
         for proposal in report.proposals:
-            verb = ("superseded" if proposal.applied else "would supersede") if proposal.action == "supersede" else (
-                "expired" if proposal.applied else "would expire"
-            )  # fmt: skip
+            verb = verbs[proposal.action][0 if proposal.applied else 1]
             target = f" -> {proposal.superseded_by}" if proposal.superseded_by else ""
             lines.append(f"{verb} {proposal.name}{target}: {proposal.reason.removeprefix('janitor: ')}")
         for workflow in report.team.get("idle_workflows", []):

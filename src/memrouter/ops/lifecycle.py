@@ -281,6 +281,23 @@ class Lifecycle:
                 raise Conflict(f"memory {source!r} is archived already")
             return self._update(source, {"status": "archived"}, expected_hash=expected_hash)
 
+    @audited("archive")
+    def retire(self, name: str, reason: str, *, expected_hash: str | None = None) -> Memory:
+        """Archive memory ``name`` of any channel in place (``status: archived``, ``archived_reason``): kept in its
+        file and in ``search --archived``, out of default results (the janitor's proposal for a memory long
+        unused). ``Conflict`` when it changed since ``expected_hash``."""
+
+        why = check_reason(reason)
+        if not why or not why.strip():
+            raise InvalidInput("give a reason for archiving")
+        refuse_secrets(why, "the archiving reason")
+        name = validate_name(name, strict=False)
+        with self.lock:
+            return self._update(
+                name, {"status": "archived", "archived_reason": why, "archived_at": iso_time(self.clock())},
+                expected_hash=expected_hash,
+            )  # fmt: skip
+
     def _plan(self, source: str, target: str | None, reason: str, *, merge: bool) -> Promotion:
         """Check a promotion without writing; ``Conflict`` on a duplicate unless ``merge``."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["marks", "open_count", "state_counts"]
+__all__ = ["by_name", "marks", "open_count", "state_counts"]
 
 _CHUNK = 500
 
@@ -43,3 +43,17 @@ def state_counts(conn: sqlite3.Connection) -> dict[str, object]:
     }
     row = conn.execute("SELECT head, max(checked_at) FROM anchor_states").fetchone()
     return {"counts": counts, "head": row[0] if row else None, "checked_at": row[1] if row else None}
+
+
+def by_name(conn: sqlite3.Connection, names: list[str]) -> dict[str, str]:
+    """Name -> summary for the named memories whose last check (of their current text) found them stale or broken."""
+    found: dict[str, str] = {}
+    for start in range(0, len(names), _CHUNK):
+        part = names[start : start + _CHUNK]
+        rows = conn.execute(
+            "SELECT s.name, s.summary, s.status FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
+            f" WHERE s.status != 'fresh' AND s.hash = m.hash AND s.name IN ({', '.join('?' * len(part))})",
+            part,
+        )
+        found.update({str(name): str(summary or status) for name, summary, status in rows})
+    return found

@@ -18,7 +18,8 @@ whatever is left):
 Retired and pending memories never appear (search leaves them out). Every
 item says where it came from; rendering (``memrouter.ops.context.render``)
 escapes the text so it cannot close or forge its wrapper, and marks items the
-guard flagged. The budget is checked on the rendered text, with o200k token
+guard flagged, and labels the memories the last ``memrouter verify`` found stale or broken (``check``)
+so the agent checks them against the code before it trusts them. The budget is checked on the rendered text, with o200k token
 counts (``memrouter.ops.context.tokens``) and a margin for other tokenizers (``[context] margin``).
 """
 
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from memrouter.core.errors import BackendUnavailable, InvalidInput, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.records import replace
+from memrouter.index.sqlite import anchor_marks
 from memrouter.index.text import query_terms, tokens
 from memrouter.ops.context.records import Context, ContextItem
 from memrouter.ops.context.render import FORMATS, render
@@ -104,7 +106,22 @@ def assemble_context(
         left -= sum(_cost(item) for item in items)
     shown = {item.name for items in context.blocks.values() for item in items if item.name}
     context.blocks["knowledge"] = _knowledge(ws, wanted, left, channels, as_of, shown) if wanted else []
+    _label_stale(ws, context)
     return _fit(context, budget)
+
+
+def _label_stale(ws: Workspace, context: Context) -> None:
+    """Label the memories the last ``memrouter verify`` found stale or broken, so the agent checks them first."""
+    names = [item.name for items in context.blocks.values() for item in items if item.name]
+    if not names:
+        return
+    found = ws.index.indexed(lambda: anchor_marks.by_name(ws.conn, names))
+    if not found:
+        return
+    for block, items in context.blocks.items():
+        context.blocks[block] = [
+            replace(item, anchors=found[item.name]) if item.name in found else item for item in items
+        ]
 
 
 def _fit(context: Context, budget: int) -> Context:

@@ -25,6 +25,7 @@ class ContextItem:
     cost: int | None = None  # tokens of the whole memory, shown on index lines
     note: str | None = None  # what was cut and how to read the rest
     listed: bool = False  # an index line only (no text)
+    anchors: str | None = None  # stale or broken: the code it describes changed (memrouter.ops.verify); check first
 
     def to_dict(self) -> dict[str, Any]:
         return {key: getattr(self, key) for key in self.__slots__ if getattr(self, key) not in (None, (), "", False)}

@@ -48,6 +48,7 @@ def _provenance(item: ContextItem) -> dict[str, object]:
         "name": item.name, "title": item.title if item.title != item.name else None, "path": item.path,
         "channel": item.channel, "valid": item.valid, "author": item.author, "confidence": item.confidence,
         "why": item.why, "tokens": item.cost if item.note else None, "flagged": ",".join(item.flags) or None,
+        "check": f"{item.anchors}: verify before trusting it" if item.anchors else None,
     }  # fmt: skip
     return {key: value for key, value in fields.items() if value is not None}
 
@@ -78,7 +79,8 @@ def _xml(context: Context) -> str:
 def _line(item: ContextItem) -> str:
     """An index line: name, title (when it says more), why, and the hit's best passage."""
     title = item.title if item.name and item.title != item.name else None
-    parts = [item.name or item.title, title, item.why, item.text or None]
+    check = f"check first, {item.anchors}" if item.anchors else None
+    parts = [item.name or item.title, title, item.why, check, item.text or None]
     return " · ".join(str(p) for p in parts if p)
 
 

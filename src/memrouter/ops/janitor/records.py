@@ -10,10 +10,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIONS", "REASONS", "Entry", "Finding", "JanitorReport", "Proposal", "Statement"]
 
-# What --apply does with a proposal: supersede (obsolete, pointing at the memory that replaces it) or expire.
-ACTIONS = ("supersede", "expire")
+# What --apply does with a proposal: supersede (obsolete, pointing at the memory that replaces it), expire,
+# archive (status: archived, for a memory long unused); review (a stale memory) is left to a person.
+ACTIONS = ("supersede", "expire", "review", "archive")
 # Why: one of these, the key of the finding's evidence.
-REASONS = ("duplicate", "near_duplicate", "contradiction", "expired", "sprint_over")
+REASONS = ("duplicate", "near_duplicate", "contradiction", "expired", "sprint_over", "stale_anchors", "unused")
 
 
 @dataclass(frozen=True, slots=True)

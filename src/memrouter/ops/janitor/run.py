@@ -9,7 +9,9 @@ memories to consolidate.
 ``apply`` makes each proposal through ``Lifecycle.invalidate`` (the normal write
 path: the memory's lock, an atomic rewrite of its front matter, the index
 updated): ``status: obsolete``, ``invalidation_reason``, ``valid_until`` and,
-for a supersede, ``superseded_by``. Nothing is deleted. The changes are
+for a supersede, ``superseded_by``; a memory long unused is archived
+(``Lifecycle.retire``); a stale memory's review is left to a person
+(``memrouter.ops.janitor.anchored``). Nothing is deleted. The changes are
 front-matter edits of the proposed files alone, so they make one reviewable
 commit. A memory whose file changed since the analysis is skipped (and said
 so). A second run finds the memories applied out of effect and proposes
@@ -26,8 +28,10 @@ from memrouter.core.effect import PENDING, RULES, out_of_effect
 from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.core.query import iso_time
 from memrouter.core.records import replace
+from memrouter.index.sqlite import anchor_marks
 from memrouter.index.sqlite.queries import consolidation_rows
 from memrouter.ops.janitor.analyse import analyse
+from memrouter.ops.janitor.anchored import anchor_proposals
 from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.store.sprints import read_sprints
@@ -67,6 +71,11 @@ def run_janitor(ws: Workspace, *, apply: bool = False) -> JanitorReport:
     sprints = read_sprints(ws.store)
     closed = {sprint.id: sprint.closed for sprint in sprints if sprint.closed is not None}
     findings, proposals = analyse(entries, iso_time(now), closed)
+    stale = keeper.indexed(lambda: anchor_marks.by_name(keeper.conn, [entry.name for entry in entries]))
+    more, extra = anchor_proposals(
+        entries, stale, access, now, ws.config.janitor.unused_days, {proposal.name for proposal in proposals}
+    )
+    findings, proposals = [*findings, *more], [*proposals, *extra]
     notices = [f"{pending} memories await review (status: pending_review): left to the review queue"] * bool(pending)
     notices += [
         f"sprint {s.id} ended on {s.end} and is still open: `memrouter sprint close` promotes or archives its memories"
@@ -137,6 +146,13 @@ def _apply(ws: Workspace, proposals: list[Proposal], hashes: dict[str, str]) -> 
         if current != hashes.get(proposal.name):
             skipped.append(f"{proposal.name} changed since the analysis; not changed (run the janitor again)")
             done.append(proposal)
+            continue
+        if proposal.action == "review":  # a stale memory is checked against the code by a person or an agent
+            done.append(proposal)
+            continue
+        if proposal.action == "archive":
+            lifecycle.retire(proposal.name, proposal.reason, expected_hash=current)
+            done.append(replace(proposal, applied=True))
             continue
         lifecycle.invalidate(proposal.name, proposal.reason, proposal.superseded_by)
         done.append(replace(proposal, applied=True))
