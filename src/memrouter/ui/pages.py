@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import CHANNELS, MODES, STATUSES, Memory, Relation
 from memrouter.ui.graphview import MAX_OPEN, Drawing, build
 from memrouter.ui.params import field, fields, whole_number
@@ -98,13 +98,24 @@ def memory(ui: UiContext, request: Request) -> Response:
     else:
         found = ui.router.get(name)
     flags = found.extra.get("flags")
+    anchors, anchors_error = _anchors(ui, found.name) if as_of is None else (None, None)
     return ui.page(
         request, "memory.html", memory=found, fields=_fields(found), as_of=as_of, version=version,
         provenance=ui.router.provenance(found.name) if as_of is None else None,
         history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
         sync=ui.router.sync_states(found.name, found.hash) if as_of is None else [],
         flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
+        anchors=anchors, anchors_error=anchors_error,
     )  # fmt: skip
+
+
+def _anchors(ui: UiContext, name: str) -> tuple[Any, str | None]:
+    """The memory's anchors checked against the code now (``memrouter verify``), or why they could not be."""
+    try:
+        report = ui.router.verify([name])
+    except MemoryRouterError as exc:
+        return None, f"anchors not checked: {exc}"
+    return (report.memories[0] if report.memories else None), None
 
 
 def _drawing(ui: UiContext, request: Request) -> tuple[Any, Drawing | None]:

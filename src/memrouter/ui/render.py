@@ -66,6 +66,23 @@ def diff_lines(older: str, newer: str) -> list[tuple[str, str]]:
     return found
 
 
+def diff_kinds(diff: str) -> list[tuple[str, str]]:
+    """A unified diff's lines as (kind, line), as ``diff_lines`` gives them (the two header lines kept as hunks)."""
+    found: list[tuple[str, str]] = []
+    for line in diff.splitlines()[:MAX_DIFF_LINES]:
+        kind = (
+            "hunk"
+            if line.startswith(("@@", "---", "+++"))
+            else "add"
+            if line[:1] == "+"
+            else "del"
+            if line[:1] == "-"
+            else "same"
+        )
+        found.append((kind, line))
+    return found
+
+
 def highlight(snippet: str) -> Any:
     """A search snippet escaped, its ``**matched**`` words marked with ``<mark>``."""
     import re
@@ -105,6 +122,7 @@ def environment() -> jinja2.Environment:
     env.filters["highlight"] = highlight
     env.filters["path"] = lambda name: quote(str(name), safe="/")
     env.filters["utc"] = utc
+    env.filters["diff_kinds"] = diff_kinds
     renderer = _renderer()
 
     def markdown(text: str) -> Any:
