@@ -66,7 +66,9 @@ def verify(
 
 
 def _text(report: Any, show_diff: bool, staged: bool) -> str:
-    lines: list[str] = []
+    if staged and not report.memories:
+        return ""  # the commit makes nothing stale: the hook says nothing
+    lines: list[str] = [f"memrouter: this commit makes {len(report.memories)} memories stale or broken:"] if staged else []
     for memory in report.memories:
         lines.append(
             f"{memory.status:<7} {memory.name}" + (f": {memory.summary.split(': ', 1)[1]}" if memory.summary else "")
@@ -91,8 +93,11 @@ def _text(report: Any, show_diff: bool, staged: bool) -> str:
             lines.append(f"  {anchor.label} ({anchor.origin}): " + "; ".join(detail))
             if show_diff and anchor.diff:
                 lines += [f"    {line}" for line in anchor.diff.splitlines()]
+    if staged:
+        lines.append("check them against the code, then `memrouter verify --accept NAME`")
+        return "\n".join(lines)
     counts = report.counts()
-    what = "the staged changes make" if staged else "anchored"
+    what = "anchored"
     summary = f"{len(report.memories)} {'memory' if len(report.memories) == 1 else 'memories'} {what}: " + ", ".join(
         f"{n} {state}" for state, n in counts.items() if n or state != "unknown"
     )

@@ -368,6 +368,11 @@ class _Run:
             self.notes.append(f"the results were not stored in the index ({exc})")
 
     def _write_anchored_paths(self, paths: set[str]) -> None:
+        """The anchored paths of every memory checked so far (this run's and the stored ones), for the git hook."""
+        try:
+            paths |= self.ws.index.indexed(lambda: stored.watched(self.ws.conn))
+        except MemoryRouterError as exc:
+            log.warning("stored anchor states not read: %s", exc)
         target = self.ws.config.index_dir / ANCHORED_PATHS
         text = "".join(f"{path}\n" for path in sorted(paths) if "\n" not in path)
         try:

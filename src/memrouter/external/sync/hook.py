@@ -3,8 +3,9 @@
 The hook is a small POSIX ``sh`` script in the repository's hooks folder
 (``git rev-parse --git-path hooks``, so ``core.hooksPath`` is honoured). It
 imports ``memrouter_queue.py`` (a copy of ``memrouter.external.sync.queue_hook``,
-stdlib only, its bytecode cached beside it) with ``python -S``, which queues the staged memory changes and never
-fails; whatever happens there, the hook itself ends with ``exit 0``. A
+stdlib only, its bytecode cached beside it) with ``python -S``, which queues the staged memory changes and,
+when the commit changes a file a memory is anchored to (the list ``memrouter verify`` keeps), runs
+``memrouter verify --staged`` to report the memories the commit makes stale; it never fails; whatever happens there, the hook itself ends with ``exit 0``. A
 pre-commit hook that was already there is kept as ``pre-commit.pre-memrouter``
 and run after the queueing step, its verdict passed on unchanged (the only
 way the commit can still be refused is by that hook). ``uninstall`` removes
@@ -33,14 +34,15 @@ HELPER_NAME = "memrouter_queue.py"
 
 _SCRIPT = """#!/bin/sh
 {marker}
-# Queues staged memory changes for `memrouter sync --from-queue`; never blocks a commit.
+# Queues staged memory changes for `memrouter sync --from-queue` and reports the memories the commit makes
+# stale (when it changes a file a memory is anchored to); never blocks a commit.
 # Written by `memrouter hook install`; `memrouter hook uninstall` removes it.
 hook_dir=$(dirname "$0")
 py={python}
 [ -x "$py" ] || py=$(command -v python3 2>/dev/null)
 if [ -n "$py" ] && [ -f "$hook_dir/{helper}" ]; then
     "$py" -S -c 'import sys; sys.path[0] = sys.argv[1]; import memrouter_queue; memrouter_queue.main(sys.argv[2:])' \
-        "$hook_dir" {prefix} {queue} </dev/null >/dev/null || :
+        "$hook_dir" {prefix} {queue} --report </dev/null >/dev/null || :
 fi
 if [ -x "$hook_dir/{chained}" ]; then
     exec "$hook_dir/{chained}" "$@"

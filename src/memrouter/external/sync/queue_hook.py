@@ -30,7 +30,10 @@ TYPE_CHECKING = False  # typing itself is not imported: it costs more than the r
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["append_entries", "load_queue", "locked", "main", "parse_name_status", "save_queue", "staged_entries"]
+__all__ = [
+    "anchored_staged", "append_entries", "load_queue", "locked", "main", "parse_name_status", "report_stale",
+    "save_queue", "staged_entries",
+]  # fmt: skip
 
 VERSION = 1
 SUFFIX = ".md"
@@ -239,14 +242,46 @@ def append_entries(path: str, new: "list[dict[str, Any]]", now: float | None = N
         return len(lines)
 
 
+ANCHORED_PATHS = "anchored-paths"  # written by `memrouter verify` beside the queue (memrouter.ops.verify)
+
+
+def anchored_staged(queue_path: str, cwd: str | None = None) -> bool:
+    """Whether the commit being made changes a file some memory is anchored to (the list ``memrouter verify``
+    keeps beside the queue; without it, as in a fresh clone, nothing is checked)."""
+    listed = os.path.join(os.path.dirname(queue_path) or ".", ANCHORED_PATHS)
+    try:
+        with open(listed, encoding="utf-8") as handle:
+            anchored = set(handle.read().splitlines())
+    except OSError:
+        return False
+    if not anchored:
+        return False
+    output = _run_git(["diff", "--cached", "--name-only", "--no-renames", "-z"], cwd)
+    return any(path in anchored for path in output.decode("utf-8", errors="surrogateescape").split("\0") if path)
+
+
+def report_stale(prefix: str, queue_path: str) -> None:
+    """Print (on standard error) the memories the staged changes make stale or broken: ``memrouter verify
+    --staged`` with this interpreter, run only when an anchored file is staged. Never fails the commit."""
+    if not anchored_staged(queue_path):
+        return
+    index_dir = os.path.dirname(queue_path) or "."
+    args = [sys.executable, "-m", "memrouter", "--root", prefix or ".", "--index-dir", index_dir, "verify", "--staged"]
+    pid = os.posix_spawn(sys.executable, args, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, 2, 1)])
+    os.waitpid(pid, 0)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``queue_hook.py PREFIX QUEUE_PATH``: queue the staged changes; always returns 0."""
+    """``queue_hook.py PREFIX QUEUE_PATH [--report]``: queue the staged changes and, with ``--report``, show the
+    memories they make stale; always returns 0."""
     args = sys.argv[1:] if argv is None else argv
     try:
         prefix, queue_path = args[0], args[1]
         entries = staged_entries(prefix)
         if entries:
             append_entries(queue_path, entries)
+        if "--report" in args[2:]:
+            report_stale(prefix, queue_path)
     except BaseException as exc:  # noqa: BLE001 - a hook must never fail a commit
         try:
             sys.stderr.write(f"memrouter hook: changes not queued ({type(exc).__name__}: {exc})\n")

@@ -24,7 +24,7 @@ from memrouter.anchors.spec import Anchor
 from memrouter.anchors.symbols import Definition
 
 __all__ = [
-    "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "save_states", "states",
+    "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "save_states", "states", "watched",
 ]  # fmt: skip
 
 _CHUNK = 500
@@ -117,6 +117,17 @@ def states(
             found[str(name)] = (str(value), MemoryCheck.from_dict(json.loads(str(result))), json.loads(str(watched)),
                                 head if isinstance(head, str) else None, baseline if isinstance(baseline, str) else None)  # fmt: skip
         except (ValueError, TypeError, KeyError):
+            continue
+    return found
+
+
+def watched(conn: sqlite3.Connection) -> set[str]:
+    """Every path some stored state watches (the anchored files and the memory files)."""
+    found: set[str] = set()
+    for (value,) in conn.execute("SELECT watched FROM anchor_states"):
+        try:
+            found.update(str(path) for path in json.loads(value))
+        except (ValueError, TypeError):
             continue
     return found
 
