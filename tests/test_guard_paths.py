@@ -72,6 +72,12 @@ WRITES: dict[str, Callable[[Router, Path], Any]] = {
     "MemoryService.promote": lambda r, root: _service(r).promote(_sprint_with(r, root, SECRET), reason="kept"),
     "MemoryService.invalidate": lambda r, root: _service(r).invalidate("pool", reason=SECRET),
     "Router.escalate": lambda r, root: (r.lifecycle.start("s1", weeks=1, goal=None), r.escalate(f"found {SECRET}")),
+    "Router.accept": lambda r, root: (_hand_written(root, "leak", f"token {SECRET}\n"), r.accept("leak")),
+    "MemoryService.verify_memory": lambda r, root: (
+        _hand_written(root, "leak", f"token {SECRET}\n"),
+        _service(r).verify_memory("leak", accept=True),
+    ),
+    "Lifecycle.retire": lambda r, root: r.lifecycle.retire("pool", reason=f"unused, see {SECRET}"),
 }
 
 # Public methods that store no new memory text, and why.
@@ -121,6 +127,8 @@ NOT_WRITING: dict[str, str] = {
     "Router.reject": "removes a pending memory; stores no text",
     "Router.janitor": "--apply retires memories through Router.invalidate, a guarded path",
     "Router.archive": "sets status: archived on a sprint memory; stores no new text",
+    "Router.verify": "reads the files and git; writes only derived state to the index",
+    "MemoryService.stale_memories": "Router.verify: reads only",
     "Lifecycle.archive": "sets status: archived on a sprint memory; stores no new text",
     "Router.embed_in_background": "writes vectors of indexed memories; stores no memory text",
     "Scratchpad.expired": _READS,

@@ -376,20 +376,15 @@ class Router:
 
     # -- anchors: memories against the code they describe (memrouter.ops.verify) ---
     def verify(
-        self, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False,
-        diff: bool = True,
-    ) -> VerifyReport:  # fmt: skip
-        """The anchored memories (``names``, else all) and whether the code they describe changed since they were
-        last changed or verified: fresh, stale (the commits and the diff) or broken; renames and moves followed.
-        ``since`` keeps those an anchor's change after that commit made stale; ``staged`` checks the staging area
-        (what the next commit records) and keeps those its changes make stale."""
+        self, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False, diff: bool = True
+    ) -> VerifyReport:
+        """The anchored memories (``names``, else all): fresh, stale (the commits, the diff) or broken, from git."""
         from memrouter.ops.verify import verify
 
         return verify(self.workspace, names, since=since, staged=staged, diff=diff)
 
     def accept(self, name: str, *, actor: str | None = None) -> Memory:
-        """Stamp ``verified: <HEAD commit>`` in memory ``name`` (through the write guard): checked against the
-        code, it is fresh again."""
+        """Stamp ``verified: <HEAD commit>`` in memory ``name`` (through the write guard): fresh again."""
         from memrouter.ops.verify import accept
 
         return accept(self.workspace, name, actor=actor)

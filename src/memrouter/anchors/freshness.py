@@ -24,25 +24,29 @@ a grammar is checked at file level, and the result says so.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
+from memrouter.anchors.reading import Blob, Repository
 from memrouter.anchors.records import AnchorCheck
 from memrouter.anchors.spec import EXPLICIT, Anchor
-from memrouter.anchors.symbols import Definition, Parsers, language_for
-from memrouter.repo.history import PathHistory
-from memrouter.repo.tree import BlobReader, WorkTree, blob_id
+from memrouter.anchors.symbols import Definition, language_for
+from memrouter.anchors.text import (
+    anchored_diff,
+    file_level_note,
+    find_definition,
+    holds_lines,
+    is_binary,
+    join_notes,
+    lines_of,
+    map_lines,
+)
 
-__all__ = ["Baseline", "Checker", "map_lines"]
+__all__ = ["Baseline", "Checker"]
 
 WALK = 12  # versions of a file read to find which commits changed a symbol (the newest ones)
 MOVE_CANDIDATES = 400  # files changed since the baseline searched for a symbol that left its file
-DIFF_LINES = 120
 MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
 _FAMILY = {"tsx": "typescript", "javascript": "typescript"}  # a symbol may move between these
-Blob = tuple[str, bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,63 +59,10 @@ class Baseline:
 
 
 @dataclass
-class Checker:
+class Checker(Repository):
     """Checks anchors against one repository's history and work tree (see the module docstring)."""
 
-    top: Path
-    history: PathHistory
-    tree: WorkTree
-    blobs: BlobReader
-    parsers: Parsers
-    lookup: Callable[[str], dict[str, Definition] | None] = lambda blob: None  # cached definitions by blob id
-    staged: bool = False  # "now" is the staging area (what the next commit records)
-    learned: dict[str, tuple[str, dict[str, Definition]]] = field(default_factory=dict)  # new cache entries
-    _now: dict[str, Blob | None] = field(default_factory=dict)
-    _definitions: dict[str, dict[str, Definition] | None] = field(default_factory=dict)
     _touched_since: dict[int, list[str]] = field(default_factory=dict)
-
-    # -- reading ---------------------------------------------------------------
-    def now(self, path: str) -> Blob | None:
-        """(blob id, bytes) of ``path`` now: the work tree (or the staging area); None when it is no file."""
-        if path not in self._now:
-            if self.staged:
-                self._now[path] = self.blobs.read(f":{path}")
-            else:
-                file = self.top / path
-                try:
-                    data = file.read_bytes() if file.is_file() else None
-                except OSError:
-                    data = None
-                self._now[path] = (blob_id(data), data) if data is not None else None
-        return self._now[path]
-
-    def at(self, seq: int, path: str) -> Blob | None:
-        """(blob id, bytes) of ``path`` in commit ``seq``."""
-        return self.blobs.read(f"{self.history.commit(seq)}:{path}")
-
-    def prefetch(self, wanted: list[tuple[int, str]]) -> None:
-        """Read these (seq, path) blobs in one exchange with git."""
-        self.blobs.read_many([f"{self.history.commit(seq)}:{path}" for seq, path in wanted])
-
-    def definitions(self, blob: Blob, language: str) -> dict[str, Definition] | None:
-        """The definitions in a blob (cached by its id); None without a grammar."""
-        key = blob[0]
-        if key not in self._definitions:
-            found = self.lookup(key)
-            if found is None:
-                found = self.parsers.definitions(blob[1], language)
-                if found is not None:
-                    self.learned[key] = (language, found)
-            self._definitions[key] = found
-        return self._definitions[key]
-
-    def uncommitted(self, path: str) -> bool:
-        if self.staged:
-            return self.tree.staged(path)
-        return self.tree.uncommitted(path)
-
-    def exists_now(self, path: str) -> bool:
-        return self.now(path) is not None
 
     # -- the memory's baseline ---------------------------------------------------
     def baseline(self, memory_path: str, verified: str | None) -> tuple[Baseline, list[str]]:
@@ -175,12 +126,12 @@ class Checker:
     def _symbol_in(self, blob: Blob, path: str, symbol: str) -> tuple[bool | None, str | None]:
         """Whether ``symbol`` is defined in ``blob`` (None: cannot tell, and the note says why)."""
         language = language_for(path, blob[1][:200])
-        if _binary(blob[1]):
+        if is_binary(blob[1]):
             return False, f"{path} is a binary file: it has no symbols (anchor the file itself)"
         if not language or not self.parsers.available(language):
-            return None, _file_level(path, language, self.parsers)
+            return None, file_level_note(path, language, self.parsers)
         found = self.definitions(blob, language) or {}
-        if _lookup(found, symbol, language) is None:
+        if find_definition(found, symbol, language) is None:
             return False, f"no definition {symbol} in {path}"
         return True, None
 
@@ -231,7 +182,7 @@ class Checker:
             status = "moved" if same else "stale"
             note = f"renamed to {moved_to}" + ("" if same else " and changed")
         if status == "stale" and uncommitted:
-            note = _join(note, "uncommitted edits count as now")
+            note = join_notes(note, "uncommitted edits count as now")
         return replace(
             fields,
             status=status,
@@ -288,14 +239,14 @@ class Checker:
     ) -> AnchorCheck:  # fmt: skip
         assert anchor.symbol is not None
         symbol = anchor.symbol
-        if _binary(now[1]):
+        if is_binary(now[1]):
             return replace(
                 fields, status="broken", note=f"{current} is a binary file: it has no symbols (anchor the file itself)"
             )
         language = language_for(current, now[1][:200])
         if not language or not self.parsers.available(language):
             same = then is not None and then[0] == now[0]
-            note: str | None = _file_level(current, language, self.parsers)
+            note: str | None = file_level_note(current, language, self.parsers)
             changed = () if same else tuple(self.history.commit(s) for s, _ in versions)
             status = ("moved" if moved_to else "fresh") if same else "stale"
             return replace(fields,
@@ -311,9 +262,9 @@ class Checker:
                 note=f"{current} is over {MAX_PARSE // 1_000_000} MB: checked at file level"
             )  # fmt: skip
         now_defs = self.definitions(now, language) or {}
-        at_now = _lookup(now_defs, symbol, language)
+        at_now = find_definition(now_defs, symbol, language)
         proposed = f"{moved_to}#{at_now[0]}" if moved_to and at_now else None
-        if at_now is not None and then is not None and _holds(then[1], _lines_of(now[1], at_now[1])):
+        if at_now is not None and then is not None and holds_lines(then[1], lines_of(now[1], at_now[1])):
             # The symbol's lines now are in the file as the memory saw it, whole: unchanged, no second parse.
             touched = len(versions) + (1 if uncommitted else 0)
             note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
@@ -321,7 +272,7 @@ class Checker:
                 note = f"renamed to {moved_to}; {note}"
             return replace(fields, status="moved" if moved_to else "fresh", moved_to=proposed, note=note)
         then_defs = self.definitions(then, language) or {} if then is not None else {}
-        at_then = _lookup(then_defs, symbol, language)
+        at_then = find_definition(then_defs, symbol, language)
         if at_then is None:
             # Not in the file when the memory was written: compared from the first version that defines it.
             first = self._first_defining(symbol, language, versions)
@@ -331,7 +282,7 @@ class Checker:
                 note = f"{symbol} was defined after the memory was written, in uncommitted edits"
                 return replace(fields, status="fresh", note=note, uncommitted=True, moved_to=proposed)
             begin, then = first
-            at_then = _lookup(self.definitions(then, language) or {}, symbol, language)
+            at_then = find_definition(self.definitions(then, language) or {}, symbol, language)
             versions = [item for item in versions if item[0] > begin]
             assert at_then is not None
         assert then is not None
@@ -353,15 +304,15 @@ class Checker:
                 touched = len(versions) + (1 if uncommitted else 0)
                 note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
             if moved_to is not None:
-                note = _join(f"renamed to {moved_to}", note)
+                note = join_notes(f"renamed to {moved_to}", note)
             return replace(fields, status="moved" if moved_to else "fresh", moved_to=proposed, note=note)
         changed = self._symbol_changes(symbol, language, then, at_then[1], versions)
         in_work_tree = uncommitted and self._changed_uncommitted(symbol, language, current, at_now[1].digest_in(now[1]))
         note = "uncommitted edits count as now" if in_work_tree else None
         if moved_to is not None:
-            note = _join(f"renamed to {moved_to}", note)
-        diff = _diff(
-            _lines_of(then[1], at_then[1]), _lines_of(now[1], at_now[1]),
+            note = join_notes(f"renamed to {moved_to}", note)
+        diff = anchored_diff(
+            lines_of(then[1], at_then[1]), lines_of(now[1], at_now[1]),
             f"{path}#{symbol} @ {self._short(begin)}", f"{current}#{at_now[0]} now",
         )  # fmt: skip
         return replace(fields,
@@ -376,13 +327,16 @@ class Checker:
         committed = self.blobs.read(f"HEAD:{path}")
         if committed is None:
             return True
-        found = _lookup(self.definitions(committed, language) or {}, symbol, language)
+        found = find_definition(self.definitions(committed, language) or {}, symbol, language)
         return found is None or found[1].digest_in(committed[1]) != now
 
     def _first_defining(self, symbol: str, language: str, versions: list[tuple[int, str]]) -> tuple[int, Blob] | None:
         for seq, path in versions:
             blob = self.at(seq, path)
-            if blob is not None and _lookup(self.definitions(blob, language) or {}, symbol, language) is not None:
+            if (
+                blob is not None
+                and find_definition(self.definitions(blob, language) or {}, symbol, language) is not None
+            ):
                 return seq, blob
         return None
 
@@ -395,16 +349,16 @@ class Checker:
         taken as not changing it, without a parse."""
         shown = versions[-WALK:]
         changed: list[str] = []
-        previous_text = _lines_of(then[1], at_then)
+        previous_text = lines_of(then[1], at_then)
         previous = at_then.digest_in(then[1])
         if len(versions) > WALK:  # start from the version before the ones read
             seq, path = versions[-WALK - 1]
             start = self.at(seq, path)
-            found = _lookup(self.definitions(start, language) or {}, symbol, language) if start else None
+            found = find_definition(self.definitions(start, language) or {}, symbol, language) if start else None
             if found is None:
                 return tuple(self.history.commit(s) for s, _ in shown)
             assert start is not None
-            previous, previous_text = found[1].digest_in(start[1]), _lines_of(start[1], found[1])
+            previous, previous_text = found[1].digest_in(start[1]), lines_of(start[1], found[1])
         self.prefetch(shown)
         for seq, path in shown:
             blob = self.at(seq, path)
@@ -413,14 +367,14 @@ class Checker:
                     changed.append(self.history.commit(seq))
                 previous, previous_text = "", b""
                 continue
-            if previous_text and _holds(blob[1], previous_text):
+            if previous_text and holds_lines(blob[1], previous_text):
                 continue  # the symbol's lines are there as they were, whole
-            found = _lookup(self.definitions(blob, language) or {}, symbol, language)
+            found = find_definition(self.definitions(blob, language) or {}, symbol, language)
             digest = found[1].digest_in(blob[1]) if found else ""
             if digest != previous:
                 changed.append(self.history.commit(seq))
             previous = digest
-            previous_text = _lines_of(blob[1], found[1]) if found else b""
+            previous_text = lines_of(blob[1], found[1]) if found else b""
         return tuple(changed)
 
     def _touched_after(self, seq: int) -> list[str]:
@@ -436,7 +390,7 @@ class Checker:
         language = language_for(path, then[1][:200])
         if not language or not self.parsers.available(language):
             return None
-        at_then = _lookup(self.definitions(then, language) or {}, symbol, language)
+        at_then = find_definition(self.definitions(then, language) or {}, symbol, language)
         leaf = symbol.rsplit(".", 1)[-1]
         family = _FAMILY.get(language, language)
         candidates = [
@@ -449,7 +403,7 @@ class Checker:
             if blob is None or leaf.encode() not in blob[1]:
                 continue
             found = self.definitions(blob, language_for(candidate) or language) or {}
-            exact = _lookup(found, symbol, language)
+            exact = find_definition(found, symbol, language)
             if exact is not None:
                 return f"{candidate}#{exact[0]}"
             if at_then is not None:
@@ -485,7 +439,7 @@ class Checker:
         if state == "same":
             note = f"now at {where}" if (new_first, new_last) != (first, last) else None
             if moved_to:
-                note = _join(f"renamed to {moved_to}", note)
+                note = join_notes(f"renamed to {moved_to}", note)
             status = "moved" if moved_to else "fresh"
             return replace(fields, status=status, moved_to=proposed if moved_to else None, note=note, lines=where)
         old_text = b"\n".join(then[1].splitlines()[first - 1 : last])
@@ -494,7 +448,7 @@ class Checker:
                 fields, status="broken", changed_in=changed, uncommitted=uncommitted, note="the lines are gone"
             )
         new_text = b"\n".join(now[1].splitlines()[new_first - 1 : new_last])
-        diff = _diff(
+        diff = anchored_diff(
             old_text, new_text, f"{anchor.path}:L{first}-L{last} @ {self._short(begin)}", f"{current}:{where} now"
         )
         note = "uncommitted edits count as now" if uncommitted else None
@@ -502,92 +456,3 @@ class Checker:
             status="stale", changed_in=changed, uncommitted=uncommitted, moved_to=proposed, note=note, diff=diff,
             lines=where,
         )  # fmt: skip
-
-
-def map_lines(old: bytes, new: bytes, first: int, last: int) -> tuple[str, int, int]:
-    """Where lines ``first..last`` of ``old`` are in ``new``: (``same`` | ``changed`` | ``gone``, first, last).
-
-    The block is looked for whole first (the copy nearest its old place); only when it is not there are the
-    two texts compared, in a window around it."""
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    block = old_lines[first - 1 : last]
-    if not block:
-        return "gone", first, last
-    size = len(block)
-    places = [
-        at
-        for at in range(len(new_lines) - size + 1)
-        if new_lines[at] == block[0] and new_lines[at : at + size] == block
-    ]
-    if places:
-        at = min(places, key=lambda place: abs(place - (first - 1)))
-        return "same", at + 1, at + size
-    # Compare a window around the block, from the last matching line before it to the first after it.
-    margin = 200
-    low, high = max(0, first - 1 - margin), min(len(old_lines), last + margin)
-    shift = len(new_lines) - len(old_lines)
-    new_low, new_high = max(0, low + min(0, shift)), min(len(new_lines), high + max(0, shift))
-    matcher = difflib.SequenceMatcher(None, old_lines[low:high], new_lines[new_low:new_high], autojunk=False)
-    mapped: dict[int, int] = {}
-    for tag, a0, a1, b0, _ in matcher.get_opcodes():
-        if tag == "equal":
-            for offset in range(a1 - a0):
-                mapped[low + a0 + offset + 1] = new_low + b0 + offset + 1
-    kept = [mapped[line] for line in range(first, last + 1) if line in mapped]
-    if not kept:
-        return "gone", first, last
-    return "changed", min(kept), max(kept)
-
-
-def _lookup(found: dict[str, Definition], symbol: str, language: str) -> tuple[str, Definition] | None:
-    """The definition ``symbol`` names: its dotted name exactly, else (PowerShell) without case, else the only
-    definition whose dotted name ends with it."""
-    if symbol in found:
-        return symbol, found[symbol]
-    if language == "powershell":
-        lowered = symbol.lower()
-        for name, item in found.items():
-            if name.lower() == lowered:
-                return name, item
-    tails = [name for name in found if name.endswith("." + symbol)]
-    if len(tails) == 1:
-        return tails[0], found[tails[0]]
-    return None
-
-
-def _holds(data: bytes, lines: bytes) -> bool:
-    """Whether ``data`` holds ``lines`` as whole lines."""
-    return bool(lines) and (data.startswith(lines + b"\n") or b"\n" + lines + b"\n" in data or data == lines
-                            or data.endswith(b"\n" + lines))  # fmt: skip
-
-
-def _lines_of(data: bytes, definition: Definition) -> bytes:
-    return b"\n".join(data.splitlines()[definition.first - 1 : definition.last])
-
-
-def _binary(data: bytes) -> bool:
-    return b"\0" in data[:8000]
-
-
-def _file_level(path: str, language: str | None, parsers: Parsers) -> str:
-    if language and language in parsers.missing:
-        return f"{parsers.missing[language]}: checked at file level"
-    suffix = Path(path).suffix or "this kind of file"
-    return f"no grammar for {suffix} files here: checked at file level"
-
-
-def _join(first: str | None, second: str | None) -> str | None:
-    parts = [part for part in (first, second) if part]
-    return "; ".join(parts) or None
-
-
-def _diff(old: bytes, new: bytes, old_label: str, new_label: str) -> str:
-    lines = list(
-        difflib.unified_diff(
-            old.decode("utf-8", "replace").splitlines(), new.decode("utf-8", "replace").splitlines(),
-            old_label, new_label, lineterm="", n=2,
-        )
-    )  # fmt: skip
-    if len(lines) > DIFF_LINES:
-        lines = [*lines[:DIFF_LINES], f"... ({len(lines) - DIFF_LINES} more lines)"]
-    return "\n".join(lines)

@@ -68,7 +68,9 @@ def verify(
 def _text(report: Any, show_diff: bool, staged: bool) -> str:
     if staged and not report.memories:
         return ""  # the commit makes nothing stale: the hook says nothing
-    lines: list[str] = [f"memrouter: this commit makes {len(report.memories)} memories stale or broken:"] if staged else []
+    lines: list[str] = (
+        [f"memrouter: this commit makes {len(report.memories)} memories stale or broken:"] if staged else []
+    )
     for memory in report.memories:
         lines.append(
             f"{memory.status:<7} {memory.name}" + (f": {memory.summary.split(': ', 1)[1]}" if memory.summary else "")

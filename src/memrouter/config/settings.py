@@ -140,8 +140,7 @@ class JanitorConfig:
     stale_days: float = 90.0
     # Days without activity after which an active team workflow is idle: the janitor proposes completing it.
     workflow_idle_days: float = 14.0
-    # Days a memory may go neither returned by get or search nor verified (memrouter verify --accept)
-    # before the janitor proposes archiving it (never deleting it).
+    # Days neither returned by get or search nor changed or verified: the janitor proposes archiving.
     unused_days: float = 180.0
 
 

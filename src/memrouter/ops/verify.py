@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from memrouter.anchors.freshness import Baseline, Checker
-from memrouter.anchors.infer import Known, infer_anchors
+from memrouter.anchors.known import RepositoryKnown
 from memrouter.anchors.names import NameIndex
 from memrouter.anchors.records import AnchorCheck, MemoryCheck, VerifyReport, worst
 from memrouter.anchors.spec import Anchor, parse_anchor
-from memrouter.anchors.symbols import Parsers, language_for
+from memrouter.anchors.symbols import Parsers
 from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.names import validate_name
@@ -107,10 +107,11 @@ def accept(ws: Workspace, name: str, *, actor: str | None = None) -> Memory:
     name = validate_name(name, strict=False)
     top = git_top((ws.config.project_dir or ws.config.root).resolve())
     head = git_head(top) if top is not None else None
-    if head is None:
-        raise InvalidInput("verify --accept needs a git repository with a commit: the stamp is a commit id")
     with ws.lock, ws.store.lock(name):
         memory = ws.store.read(name)
+        guarded(ws.index, memory.name, memory.text, actor=actor, purpose=CONTENT)  # refused text is refused first
+        if head is None:
+            raise InvalidInput("verify --accept needs a git repository with a commit: the stamp is a commit id")
         text = frontmatter.update(memory.text, {"verified": head})
         text, _ = guarded(ws.index, memory.name, text, actor=actor, purpose=CONTENT)
         written = ws.store.write(memory.name, text, expected_hash=memory.hash)
@@ -135,6 +136,7 @@ class _Run:
         self.names: NameIndex | None = None
         self.blobs = BlobReader(top)
         self.parsers = Parsers()
+        self._inference: RepositoryKnown | None = None
         memories = ws.config.root.resolve()
         try:
             self.prefix = memories.relative_to(top).as_posix()
@@ -287,61 +289,9 @@ class _Run:
 
     def _infer(self, row: tuple[str, str, str, str, str], checker: Checker) -> list[Anchor]:
         """The anchors a memory's text infers (its file read for the line numbers)."""
-        name, path, _, _, _ = row
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return []
-        raw, body = frontmatter.split(text)
-        first_line = text[: len(text) - len(body)].count("\n") + 1
-        memory_path = self._memory_path(name)
-        folder = PurePosixPath(memory_path).parent.as_posix() if memory_path else ""
-        known = Known(
-            is_file=lambda p: p in self.tree.files or self.history.known(p),
-            by_basename=self._by_basename,
-            memories=self.prefix,
-            definitions=lambda symbol: self._definitions_of(symbol, checker),
-        )
-        return infer_anchors(body, "" if folder == "." else folder, known, first_line=first_line)
-
-    _basenames: dict[str, list[str]] | None = None
-
-    def _by_basename(self, name: str) -> list[str]:
-        if self._basenames is None:
-            found: dict[str, list[str]] = {}
-            for path in self.tree.files:
-                found.setdefault(path.rsplit("/", 1)[-1], []).append(path)
-            self._basenames = found
-        return self._basenames.get(name, [])
-
-    def _definitions_of(self, symbol: str, checker: Checker) -> list[tuple[str, str]]:
-        """(path, dotted name) of each definition ``symbol`` names in the work tree (two at most: enough to
-        tell "exactly one")."""
-        if self.names is None:
-            return []
-        parts = symbol.split(".")
-        leaf = parts[-1]
-        paths = sorted(self.names.paths(leaf))
-        if len(parts) > 1:  # `module.name` names a file by its stem
-            stems = [path for path in paths if PurePosixPath(path).stem == parts[0]]
-            paths = stems or paths
-        if len(paths) > 1:  # defined in several files: not "exactly one" (no need to parse them to know)
-            return [(paths[0], symbol), (paths[1], symbol)]
-        found: list[tuple[str, str]] = []
-        for path in paths:
-            blob = checker.now(path)
-            language = language_for(path, blob[1][:200]) if blob else None
-            if blob is None or not language or not self.parsers.available(language):
-                continue
-            defined = checker.definitions(blob, language) or {}
-            tail = ".".join(parts[1:]) if len(parts) > 1 and PurePosixPath(path).stem == parts[0] else symbol
-            found += [
-                (path, dotted) for dotted in defined
-                if dotted == tail or dotted.endswith("." + tail) or (language == "powershell" and dotted.lower() == tail.lower())
-            ]  # fmt: skip
-            if len(found) > 1:
-                break
-        return found
+        if self._inference is None:
+            self._inference = RepositoryKnown(checker, self.names, self.prefix)
+        return self._inference.anchors(Path(row[1]), self._memory_path(row[0]))
 
     def _save(
         self, moved: bool, names: NameIndex | None, new_inferred: dict[str, list[Anchor]], checker: Checker,
