@@ -21,6 +21,7 @@ from memrouter.anchors.infer import Known, distinctive, infer_anchors
 from memrouter.anchors.spec import parse_anchor
 from memrouter.anchors.symbols import Parsers
 from memrouter.core.errors import NotFound, Refused
+from memrouter.ops.verify import accept
 from memrouter.testing.guard_sets import fake
 
 MEMORIES = ".serena/memories"
@@ -72,7 +73,9 @@ def project(tmp_path: Path) -> Path:
     put(project, "old/legacy.py", "LIMIT = 1\n")
     put(project, "docs/guide.txt", "one\ntwo\nthree\nfour\n")
     memory(project, "total", "---\nanchors:\n  - billing/invoice.py#Invoice.total\n---\n# Total\n\nRounds to cents.\n")
-    memory(project, "subtotal", "---\nanchors: [billing/invoice.py#Invoice.subtotal]\n---\n# Subtotal\n\nNo rounding.\n")
+    memory(
+        project, "subtotal", "---\nanchors: [billing/invoice.py#Invoice.subtotal]\n---\n# Subtotal\n\nNo rounding.\n"
+    )
     memory(project, "retry", "# Retry\n\nThe retry policy lives in `scripts/retry.sh`.\n")
     memory(project, "slugs", "---\nanchors: [lib/helpers.py#slugify]\n---\n# Slugs\n\nLower case.\n")
     memory(project, "legacy", "---\nanchors: [old/legacy.py]\n---\n# Legacy\n\nThe old limit.\n")
@@ -91,7 +94,9 @@ def project(tmp_path: Path) -> Path:
     put(project, "lib/helpers.py", "def other():\n    return 1\n")
     (project / "old" / "legacy.py").unlink()
     commit(project, "slugify moves to lib/text.py; legacy goes")
-    put(project, "billing/tax.py", "def rate():\n    return 0.25\n\n\ndef region():\n    return 'eu'\n")  # not committed
+    put(
+        project, "billing/tax.py", "def rate():\n    return 0.25\n\n\ndef region():\n    return 'eu'\n"
+    )  # not committed
     return project
 
 
@@ -110,7 +115,7 @@ def anchor(report: object, name: str) -> dict[str, object]:
 
 def test_every_case_of_the_fixture_has_its_exact_state(project: Path) -> None:
     with open_router(project) as router:
-        router.accept("checked")  # stamped after the change: fresh again (uncommitted: checked now)
+        accept(router.workspace, "checked")  # stamped after the change: fresh again (uncommitted: checked now)
         commit(project, "checked verified", f"{MEMORIES}/checked.md")
         report = router.verify()
     assert states(report) == {
@@ -149,7 +154,15 @@ def test_every_case_of_the_fixture_has_its_exact_state(project: Path) -> None:
 
 
 def test_the_json_contract_and_the_check_exit_code(project: Path) -> None:
-    base = [sys.executable, "-m", "memrouter", "--root", str(project / MEMORIES), "--index-dir", str(project / ".memrouter")]
+    base = [
+        sys.executable,
+        "-m",
+        "memrouter",
+        "--root",
+        str(project / MEMORIES),
+        "--index-dir",
+        str(project / ".memrouter"),
+    ]
     done = subprocess.run([*base, "verify", "--format", "json"], capture_output=True, text=True, cwd=project)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -159,7 +172,9 @@ def test_the_json_contract_and_the_check_exit_code(project: Path) -> None:
             assert {"path", "symbol", "lines", "status", "changed_in", "moved_to"} <= entry.keys()
     checked = subprocess.run([*base, "verify", "--check", "subtotal"], capture_output=True, text=True, cwd=project)
     assert checked.returncode == 0 and checked.stdout.startswith("fresh   subtotal")
-    failing = subprocess.run([*base, "verify", "--check", "--format", "github"], capture_output=True, text=True, cwd=project)
+    failing = subprocess.run(
+        [*base, "verify", "--check", "--format", "github"], capture_output=True, text=True, cwd=project
+    )
     assert failing.returncode == 1
     assert f"::error file={MEMORIES}/legacy.md,line=1,title=memrouter verify::broken: old/legacy.py" in failing.stdout
     assert f"::warning file={MEMORIES}/retry.md,line=3," in failing.stdout  # the line the anchor was inferred from
@@ -169,17 +184,19 @@ def test_the_json_contract_and_the_check_exit_code(project: Path) -> None:
 
 def test_accept_stamps_the_head_commit_through_the_write_guard(project: Path) -> None:
     with open_router(project) as router:
-        stamped = router.accept("total")
+        stamped = accept(router.workspace, "total")
         assert stamped.extra["verified"] == git(project, "rev-parse", "HEAD")
         assert "verified: " in (project / MEMORIES / "total.md").read_text()
         assert states(router.verify(["total"])) == {"total": "fresh"}
         commit(project, "total checked", f"{MEMORIES}/total.md")
         assert states(router.verify(["total"])) == {"total": "fresh"}
-        memory(project, "leaky", f"---\nanchors: [billing/tax.py]\n---\n# Leak\n\ntoken {fake('ghp', random.Random(5))}\n")
+        memory(
+            project, "leaky", f"---\nanchors: [billing/tax.py]\n---\n# Leak\n\ntoken {fake('ghp', random.Random(5))}\n"
+        )
         with pytest.raises(Refused):
-            router.accept("leaky")
+            accept(router.workspace, "leaky")
         with pytest.raises(NotFound):
-            router.accept("nothing-here")
+            accept(router.workspace, "nothing-here")
 
 
 def test_since_keeps_what_later_commits_made_stale(project: Path) -> None:
@@ -320,7 +337,11 @@ def test_front_matter_forms_parse_and_bad_ones_say_why() -> None:
         ("java", b"class J { int MAX, MIN; void run() {} }\n", {"J", "J.MAX", "J.MIN", "J.run"}),
         ("cs", b"class K {\n#if DEBUG\n  void A() {}\n#else\n  void A() { }\n#endif\n}\n", {"K", "K.A"}),
         ("sh", b"setup() { inner() { :; }; }\n", {"setup", "inner"}),
-        ("ps1", b"function global:Set-Thing { }\nclass P { [int] Total() { return 1 } }\n", {"Set-Thing", "P", "P.Total"}),
+        (
+            "ps1",
+            b"function global:Set-Thing { }\nclass P { [int] Total() { return 1 } }\n",
+            {"Set-Thing", "P", "P.Total"},
+        ),
     ],
 )
 def test_symbols_of_each_language(suffix: str, source: bytes, expected: set[str]) -> None:
@@ -354,7 +375,16 @@ def test_a_language_without_a_grammar_is_checked_at_file_level(project: Path) ->
 def test_a_cold_lexical_search_loads_no_parser(project: Path, tmp_path: Path) -> None:
     with open_router(project) as router:
         router.verify()
-    argv = ["--root", str(project / MEMORIES), "--index-dir", str(project / ".memrouter"), "search", "rounds", "--mode", "lexical"]
+    argv = [
+        "--root",
+        str(project / MEMORIES),
+        "--index-dir",
+        str(project / ".memrouter"),
+        "search",
+        "rounds",
+        "--mode",
+        "lexical",
+    ]
     code = f"import sys\nfrom memrouter.cli.console import main\nsys.argv = ['memrouter', *{argv!r}]\nmain()\n"
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True)
     assert "total" in done.stdout, done.stderr[-500:]

@@ -72,7 +72,6 @@ WRITES: dict[str, Callable[[Router, Path], Any]] = {
     "MemoryService.promote": lambda r, root: _service(r).promote(_sprint_with(r, root, SECRET), reason="kept"),
     "MemoryService.invalidate": lambda r, root: _service(r).invalidate("pool", reason=SECRET),
     "Router.escalate": lambda r, root: (r.lifecycle.start("s1", weeks=1, goal=None), r.escalate(f"found {SECRET}")),
-    "Router.accept": lambda r, root: (_hand_written(root, "leak", f"token {SECRET}\n"), r.accept("leak")),
     "MemoryService.verify_memory": lambda r, root: (
         _hand_written(root, "leak", f"token {SECRET}\n"),
         _service(r).verify_memory("leak", accept=True),

@@ -58,14 +58,9 @@ class Router:
 
     @classmethod
     def open(
-        cls,
-        root: str | Path | None = None,
-        index_dir: str | Path | None = None,
-        *,
-        config: Config | None = None,
-        watch: bool = True,
-        clock: Callable[[], float] | None = None,
-    ) -> Router:
+        cls, root: str | Path | None = None, index_dir: str | Path | None = None, *, config: Config | None = None,
+        watch: bool = True, clock: Callable[[], float] | None = None,
+    ) -> Router:  # fmt: skip
         """Open the router for ``root`` (or the project found from the working directory).
 
         ``watch``: a long-lived router notices file changes through the OS instead of scanning.
@@ -374,20 +369,12 @@ class Router:
 
         return run_janitor(self.workspace, apply=apply)
 
-    # -- anchors: memories against the code they describe (memrouter.ops.verify) ---
-    def verify(
-        self, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False, diff: bool = True
-    ) -> VerifyReport:
-        """The anchored memories (``names``, else all): fresh, stale (the commits, the diff) or broken, from git."""
+    # -- anchors: the code memories describe, checked against git (memrouter.ops.verify; accept there) --
+    def verify(self, names: Iterable[str] | None = None, **options: Any) -> VerifyReport:
+        """The anchored memories (all without ``names``): fresh, stale or broken; options: since, staged, diff."""
         from memrouter.ops.verify import verify
 
-        return verify(self.workspace, names, since=since, staged=staged, diff=diff)
-
-    def accept(self, name: str, *, actor: str | None = None) -> Memory:
-        """Stamp ``verified: <HEAD commit>`` in memory ``name`` (through the write guard): fresh again."""
-        from memrouter.ops.verify import accept
-
-        return accept(self.workspace, name, actor=actor)
+        return verify(self.workspace, names, **options)
 
     # -- the review queue, provenance and the audit log (memrouter.ops.review) ----
     def pending(self) -> builtins.list[MemorySummary]:

@@ -48,7 +48,9 @@ def verify(
     if accept is not None:
         if names or since or staged:
             raise click.UsageError("--accept NAME takes no other names, --since or --staged")
-        memory = router.accept(accept, actor=state.actor(agent))
+        from memrouter.ops import verify as anchored
+
+        memory = anchored.accept(router.workspace, accept, actor=state.actor(agent))
         stamp = str(memory.extra.get("verified", ""))
         emit(
             fmt if fmt != "github" else "text",

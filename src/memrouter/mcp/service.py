@@ -177,7 +177,9 @@ class MemoryService:
         _, name = self._split(memory_name, project_only=True)
         stamped = None
         if accept is True:
-            stamped = str(self.router.accept(name, actor=_agent()).extra.get("verified") or "") or None
+            stamped = (
+                str(anchored.accept(self.router.workspace, name, actor=_agent()).extra.get("verified") or "") or None
+            )
         report = self.router.verify([name])
         found = report.memories[0].to_dict() if report.memories else None
         return {"name": name, "anchored": found is not None, "memory": found, "accepted": stamped,
