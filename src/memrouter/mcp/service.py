@@ -28,6 +28,7 @@ from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import CHANNELS, Memory
 from memrouter.core.names import normalize_name, validate_name
 from memrouter.core.query import MAX_FILTER_VALUES, check_filter
+from memrouter.ops import verify as anchored
 from memrouter.ops.audit import current_actor
 from memrouter.ops.provenance import save_stamped
 from memrouter.ops.task import TaskContextStore
