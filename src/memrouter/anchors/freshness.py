@@ -157,6 +157,11 @@ class Checker(Repository):
                 pass  # a file git does not track: checked as it is now
             else:
                 return replace(fields, status="broken", note=f"no file {path}, then or now")
+        if (
+            self.history.existed_at(path, begin) and not self.history.changed_after(path, begin)
+            and not self.uncommitted(path) and (anchor.kind == "file" or (anchor.kind == "symbol" and anchor.origin != EXPLICIT))
+        ):  # fmt: skip
+            return fields  # untouched since the baseline (an explicit symbol or range is still looked for: it may be mistyped)
         chain = self.history.follow(path, begin)
         current = chain[-1][0] if chain else path
         moved_to = current if chain else None

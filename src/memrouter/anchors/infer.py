@@ -22,14 +22,16 @@ memory was written (checked by ``memrouter.anchors.freshness``).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from memrouter.anchors.spec import INFERRED, Anchor, clean_path
+from memrouter.anchors.symbols import language_for
 
 __all__ = ["DEFINITION_LINE", "Known", "definition_names", "distinctive", "infer_anchors", "spans"]
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _CODE = re.compile(r"(`+)([^`\n]+?)\1")
 _LINK = re.compile(r"\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
 _PLAIN = re.compile(r"(?<![\w/.@:-])((?:\.{1,2}/)?[\w.-]+(?:/[\w.@-]+)+(?:(?::|#L)\d+(?:-L?\d+)?|(?:#|::)[\w.$-]+)?)")
@@ -62,29 +64,38 @@ class Known:
 
 def spans(text: str) -> Iterable[tuple[int, str, str]]:
     """(line number, where, token) of what may name a file or symbol: ``code``, ``link`` or ``plain``;
-    fenced blocks are skipped."""
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), 1):
-        opening = _FENCE.match(line)
-        if fence is not None:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opening:
-            fence = opening.group(1)
-            continue
-        rest = line
-        if "`" in rest:
-            for found in _CODE.finditer(rest):
-                yield number, "code", found.group(2).strip()
-            rest = _CODE.sub(" ", rest)
-        if "](" in rest:
-            for found in _LINK.finditer(rest):
-                yield number, "link", found.group(1)
-            rest = _LINK.sub(" ", rest)
-        if "/" in rest:
-            for found in _PLAIN.finditer(rest):
-                yield number, "plain", found.group(1)
+    fenced blocks are skipped. The patterns run over whole stretches of text between fences (in C), and line
+    numbers are counted only for what they find."""
+    starts = [0, *(at + 1 for at, char in enumerate(text) if char == "\n")] if "\n" in text else [0]
+    for offset, stretch in _outside_fences(text):
+        found: list[tuple[int, str, str]] = []
+        if "`" in stretch:
+            found += [(m.start(), "code", m.group(2).strip()) for m in _CODE.finditer(stretch)]
+            stretch = _CODE.sub(lambda m: " " * len(m.group(0)), stretch)
+        if "](" in stretch:
+            found += [(m.start(1), "link", m.group(1)) for m in _LINK.finditer(stretch)]
+            stretch = _LINK.sub(lambda m: " " * len(m.group(0)), stretch)
+        if "/" in stretch:
+            found += [(m.start(1), "plain", m.group(1)) for m in _PLAIN.finditer(stretch)]
+        for at, where, token in sorted(found):
+            yield bisect_right(starts, offset + at), where, token
+
+
+def _outside_fences(text: str) -> Iterable[tuple[int, str]]:
+    """(offset, text) of each stretch outside fenced code blocks (an unclosed fence runs to the end)."""
+    position = 0
+    while True:
+        opening = _FENCE_OPEN.search(text, position)
+        if opening is None:
+            yield position, text[position:]
+            return
+        yield position, text[position : opening.start()]
+        marker = opening.group(1)
+        closing = re.compile(rf"^[ \t]{{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, opening.end())
+        if end is None:
+            return
+        position = end.end()
 
 
 def distinctive(name: str) -> bool:
@@ -175,7 +186,7 @@ def _with_suffix(token: str, path: str, parts: re.Match[str] | None, where: str,
         last = int(parts.group("last") or first)
         if 1 <= first <= last:
             return Anchor(token, path=path, lines=(first, last), origin=INFERRED, line=line)
-    if parts is not None and parts.group("symbol") and where != "link":
+    if parts is not None and parts.group("symbol") and where != "link" and language_for(path) is not None:
         symbol = parts.group("symbol").replace("::", ".").strip(".")
         if symbol and not symbol.isdigit():
             return Anchor(token, path=path, symbol=symbol, origin=INFERRED, line=line)

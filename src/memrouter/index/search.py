@@ -125,15 +125,13 @@ class SearchPipeline:
             filters = replace(filters, within=inside)
         recency, usage = self.config.search.recency, self.config.janitor
         decaying = self._decaying(recency)
-        reordered = boosting or decaying or usage.decay > 0
-        stale = self._stale_open()  # memories the last `verify` found stale or broken: lowered below
-        widened = reordered or stale > 0
+        widened = boosting or decaying or usage.decay > 0
+        # Stale and broken memories (the last `verify`) are lowered before the cut: as many more candidates as
+        # may be lowered out of the top are fetched, up to ``limit`` more.
+        extra = min(self._stale_open(), limit)
         # Lexical scoring is exact and one list keeps its own order through
-        # fusion, so lexical search alone needs only ``limit`` candidates (and, when
-        # stale memories are lowered, as many more as may be lowered out of the top).
-        pool = limit if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
-        if mode == "lexical" and stale and not reordered:
-            pool = min(limit + stale, max(limit, CANDIDATE_POOL))
+        # fusion, so lexical search alone needs only ``limit`` candidates.
+        pool = limit + extra if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
         lists = self._candidates(query, mode, filters, pool)
         if boosting and inside is not None:
             lists["time"] = _inside(lists, inside)
@@ -148,18 +146,19 @@ class SearchPipeline:
         if reranking:
             from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH  # loaded only when reranking
 
-            depth = None if widened else max(limit, RERANK_DEPTH)
+            depth = None if widened else max(limit, RERANK_DEPTH) + extra
         else:
-            depth = None if widened else limit
+            depth = None if widened else limit + extra
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, depth)
         # usage decay (memrouter.index.sqlite.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
         if reranking:  # the second stage reads the best candidates again (memrouter.index.sqlite.rerank)
             window = inside if boosting and inside is not None else frozenset()
             fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
-            fused = fused if widened else fused[:limit]
-        if stale:  # stale and broken memories stay findable, lowered and marked (memrouter.ops.verify)
+            fused = fused if widened else fused[: limit + extra]
+        if extra:  # stale and broken memories stay findable, lowered and marked (memrouter.ops.verify)
             fused = self._lowered(fused)
+            fused = fused if widened else fused[:limit]
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
             if decaying and any(recency.get(row["channel"]) for row in brief.values()):

@@ -56,8 +56,8 @@ log = LazyLogger(__name__)
 
 # The anchored paths, one a line, in the index folder: what the git hook checks a commit's files against.
 ANCHORED_PATHS = "anchored-paths"
-_HISTORY, _NAMES = "history", "names"
-INFERENCE = "v1"  # the inference rules' version: a change re-infers every memory
+_HISTORY, _HISTORY_HEAD, _NAMES = "history", "history.head", "names"
+INFERENCE = "v2"  # the inference rules' version: a change re-infers every memory
 
 
 def verify(
@@ -83,6 +83,7 @@ def verify(
         return _without_git(rows, started)
     head = git_head(top)
     run = _Run(ws, top.resolve(), head, staged=staged)
+    run.need_history = since is not None
     try:
         checks, counts = run.check(rows)
     finally:
@@ -137,6 +138,7 @@ class _Run:
         self.blobs = BlobReader(top)
         self.parsers = Parsers()
         self._inference: RepositoryKnown | None = None
+        self.need_history = False  # read the history even when no memory needs it (``since``)
         memories = ws.config.root.resolve()
         try:
             self.prefix = memories.relative_to(top).as_posix()
@@ -149,76 +151,120 @@ class _Run:
 
     def check(self, rows: list[tuple[str, str, str, str, str]]) -> tuple[list[MemoryCheck], dict[str, int]]:
         ws, conn = self.ws, self.ws.conn
-        cached_history, cached_names, previous, inferred = ws.index.indexed(
-            lambda: (
-                stored.cached(conn, _HISTORY), stored.cached(conn, _NAMES),
-                stored.states(conn, [row[0] for row in rows]),
-                stored.inferred(conn, [row[2] for row in rows], INFERENCE) if ws.config.anchors.infer else {},
-            )
-        )  # fmt: skip
-        history = _history(cached_history)
-        old_head = history.head if history is not None else None
-        # git reads the history, the work tree and (when inference needs it) the defined names side by side.
+        previous, known_head = ws.index.indexed(
+            lambda: (stored.states(conn, [row[0] for row in rows]), stored.cached(conn, _HISTORY_HEAD))
+        )
+        # git reads the history (when HEAD moved), the work tree and (when inference needs it) the defined names
+        # side by side; a memory checked at this HEAD whose text and anchored files are as they were needs none.
+        history: PathHistory | None = None
         log_process = None
-        if self.head is not None and (history is None or history.head != self.head):
-            incremental = history is not None and history.head is not None and self._ancestor(history.head)
-            if not incremental:
+        moved = self.head is not None and (known_head or {}).get("head") != self.head
+        if moved:
+            history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY)))
+            if history is not None and (history.head is None or not self._ancestor(history.head)):
                 history = None
-            log_process = start_log(self.top, history.head if history else None, self.head)
+            log_process = start_log(self.top, history.head if history else None, str(self.head))
         listing = start(self.top, "ls-files", "-z")
         status = start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-        need_inference = [row for row in rows if ws.config.anchors.infer and row[2] not in inferred]
-        names = _names(cached_names)
-        grep = None
-        grep_paths: list[str] | None = None
-        self.history = history or PathHistory()
+        self.tree = _work_tree(collect(listing, "ls-files"), collect(status, "status"))
+        dirty = set(self.tree.changed) | set(self.tree.untracked)
+        results: list[MemoryCheck] = []
+        pending: list[tuple[str, str, str, str, str]] = []
+        for row in rows:
+            kept = self._unchanged(previous.get(row[0]), row[2], dirty)
+            if kept is not None:
+                results.append(kept)
+            else:
+                pending.append(row)
+        old_head = history.head if history is not None else None
         touched: set[str] | None = set()
         if log_process is not None:
+            self.history = history or PathHistory()
             read = self.history.extend(finish_log(log_process))
             touched = read if history is not None else None
-        if need_inference and (names is None or names.head != self.head):
-            if names is not None and touched is not None and names.head == old_head:
-                grep_paths = sorted(touched)
-            else:
-                names = NameIndex()
-            grep = NameIndex.start(self.top, grep_paths) if grep_paths != [] else None
-        self.tree = _work_tree(collect(listing, "ls-files"), collect(status, "status"))
-        if grep is not None and names is not None:
-            names.read(grep, self.head, grep_paths, top=self.top)
-        elif names is not None and grep_paths == []:
-            names.head = self.head
-        self.names = names
-        reread = names if grep is not None or grep_paths == [] else None
+        elif pending or self.need_history:
+            self.history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY))) or PathHistory()
+            old_head = self.history.head
         checker = Checker(
             self.top, self.history, self.tree, self.blobs, self.parsers,
             lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
         )  # fmt: skip
-        new_inferred: dict[str, list[Anchor]] = {}
-        for row in need_inference:
-            new_inferred[row[2]] = self._infer(row, checker)
+        inferred: dict[str, list[Anchor]] = {}
+        if pending and ws.config.anchors.infer:
+            inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
+        need_inference = [row for row in pending if ws.config.anchors.infer and row[2] not in inferred]
+        reread = self._read_names(need_inference, touched, old_head)
+        new_inferred = {row[2]: self._infer(row, checker) for row in need_inference}
         inferred.update(new_inferred)
-        results: list[MemoryCheck] = []
-        saved: list[tuple[str, MemoryCheck, list[str], str | None]] = []
+        saved, watched_all = self._check_pending(pending, previous, inferred, checker, dirty, results)
+        results.sort(key=lambda check: check.name)
         kinds: dict[str, int] = {}
+        for check in results:
+            for item in check.anchors:
+                kinds[f"{item.origin} {item.kind}"] = kinds.get(f"{item.origin} {item.kind}", 0) + 1
+        self.notes += [f"{why}" for why in self.parsers.missing.values()]
+        if saved or moved or reread is not None or new_inferred or checker.learned:
+            self._save(moved, reread, new_inferred, checker, saved)
+            self._write_anchored_paths(watched_all)
+        return results, kinds
+
+    def _unchanged(
+        self, previous: tuple[str, MemoryCheck, list[str], str | None, str | None] | None, value: str, dirty: set[str]
+    ) -> MemoryCheck | None:
+        """The memory's last check when it was made at this HEAD and neither the memory nor what it anchors has
+        uncommitted changes now (nor had then): nothing it depends on can have changed."""
+        if previous is None or self.staged or self.head is None:
+            return None
+        old_value, check, watched, head, _ = previous
+        if old_value != value or head != self.head or set(watched) & dirty:
+            return None
+        return None if any(anchor.uncommitted for anchor in check.anchors) else check
+
+    def _read_names(
+        self, need_inference: list[tuple[str, str, str, str, str]], touched: set[str] | None, old_head: str | None
+    ) -> NameIndex | None:
+        """The defined names, when inference needs them: cached, brought up to HEAD by reading the files the new
+        commits touched, or read whole; returns the index when it was read (to be stored)."""
+        if not need_inference:
+            return None
+        names = self.ws.index.indexed(lambda: _names(stored.cached(self.ws.conn, _NAMES)))
+        self.names = names
+        if names is not None and names.head == self.head:
+            return None
+        paths: list[str] | None = None
+        if names is not None and touched is not None and names.head == old_head:
+            paths = sorted(touched)
+        else:
+            names = NameIndex()
+        if paths != []:
+            names.read(NameIndex.start(self.top, paths), self.head, paths, top=self.top)
+        names.head = self.head
+        self.names = names
+        return names
+
+    def _check_pending(
+        self, pending: list[tuple[str, str, str, str, str]],
+        previous: dict[str, tuple[str, MemoryCheck, list[str], str | None, str | None]],
+        inferred: dict[str, list[Anchor]], checker: Checker, dirty: set[str], results: list[MemoryCheck],
+    ) -> tuple[list[tuple[str, MemoryCheck, list[str], str | None]], set[str]]:  # fmt: skip
+        """Check (or reuse, when no new commit touched what they anchor) the memories not kept at once."""
+        saved: list[tuple[str, MemoryCheck, list[str], str | None]] = []
         watched_all: set[str] = set()
         head_seq = self.history.last
-        dirty_now = {path for path in self.tree.changed} | set(self.tree.untracked)
         planned: list[tuple[str, str, list[Anchor], Baseline, list[str], str | None, str | None, list[str]]] = []
         wanted: list[str] = []
-        for name, _, value, anchors_json, extra_json in rows:
+        for name, _, value, anchors_json, extra_json in pending:
             memory_path = self._memory_path(name)
             anchors = [parse_anchor(entry) for entry in _json_list(anchors_json)]
             explicit = {anchor.key for anchor in anchors}
             anchors += [anchor for anchor in inferred.get(value, []) if anchor.key not in explicit]
             if not anchors:
                 continue
-            for anchor in anchors:
-                kinds[f"{anchor.origin} {anchor.kind}"] = kinds.get(f"{anchor.origin} {anchor.kind}", 0) + 1
             verified = _verified(extra_json)
-            base, notes = checker.baseline(memory_path, verified) if memory_path else (Baseline(None, None), [])
+            base, notes = checker.baseline(memory_path, verified)
             baseline = self.history.commit(base.seq) if base.seq else None
-            watched = sorted({a.path for a in anchors if a.path} | {memory_path or ""} - {""})
-            reused = self._reuse(previous.get(name), value, baseline, watched, dirty_now)
+            watched = sorted({a.path for a in anchors if a.path} | {memory_path})
+            reused = self._reuse(previous.get(name), value, baseline, watched, dirty)
             if reused is not None:
                 check = replace(reused, ago=_ago(reused, self.history, head_seq))
                 results.append(check)
@@ -244,11 +290,7 @@ class _Run:
             results.append(check)
             saved.append((value, check, watched, baseline))
             watched_all.update(watched)
-        results.sort(key=lambda check: check.name)
-        self.notes += [f"{why}" for why in self.parsers.missing.values()]
-        self._save(old_head != self.history.head, reread, new_inferred, checker, saved)
-        self._write_anchored_paths(watched_all)
-        return results, kinds
+        return saved, watched_all
 
     def _ancestor(self, old: str) -> bool:
         try:
@@ -303,6 +345,7 @@ class _Run:
             with transaction(conn):
                 if moved and self.history.head is not None:
                     stored.save_cached(conn, _HISTORY, self.history.to_data())
+                    stored.save_cached(conn, _HISTORY_HEAD, {"head": self.history.head})
                 if names is not None:
                     stored.save_cached(conn, _NAMES, names.to_data())
                 if new_inferred:
