@@ -194,8 +194,8 @@ def overhead(router: Router, config: Config, rounds: int = 30) -> None:
     bare: list[float] = []
     for _ in range(rounds):
         for query in QUERIES:
-            bare.append(timed(lambda: plain.search(query, mode="lexical")))
-            marked.append(timed(lambda: router.search(query, mode="lexical")))
+            bare.append(timed(lambda q=query: plain.search(q, mode="lexical")))
+            marked.append(timed(lambda q=query: router.search(q, mode="lexical")))
     plain.close()
     with_p50, _ = percentiles(marked)
     without_p50, _ = percentiles(bare)
