@@ -151,8 +151,8 @@ class AnchorsConfig:
     # Anchors are also inferred from the text (paths, path:line, path#Symbol, distinctive backticked names).
     infer: bool = True
     # The share of its score a stale or broken memory loses in search (still found, marked in ``why``);
-    # measured on the ai-agents golden set by benchmarks/fit_stale_share.py.
-    stale_share: float = 0.25
+    # measured on the ai-agents golden set by benchmarks/bench_anchors.py (docs/anchors.md).
+    stale_share: float = 0.2
 
 
 @record

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from memrouter.config.settings import Config
 from memrouter.core.model import Filters, Hit, Match, Provenance
-from memrouter.core.records import record, replace
+from memrouter.core.records import field, record, replace
 from memrouter.core.timehint import may_hold_time_words
 from memrouter.index.fusion import Fused, Ranked, reciprocal_rank_fusion
 from memrouter.index.sqlite import anchor_marks, queries
@@ -88,6 +88,7 @@ class SearchPipeline:
     activity: Callable[[], ActivityTimes]
     content_of: Callable[[str], str | None]
     _channels: tuple[str, set[str]] | None = None  # (index generation, the channels its memories are in)
+    _stale: anchor_marks.StaleMarks = field(default_factory=anchor_marks.StaleMarks)  # what `verify` stored
 
     @property
     def conn(self) -> IndexConnection:
@@ -128,7 +129,8 @@ class SearchPipeline:
         widened = boosting or decaying or usage.decay > 0
         # Stale and broken memories (the last `verify`) are lowered before the cut: as many more candidates as
         # may be lowered out of the top are fetched, up to ``limit`` more.
-        extra = min(self._stale_open(), limit)
+        marked = self._stale_marks()
+        extra = min(len(marked), limit)
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
         pool = limit + extra if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
@@ -157,7 +159,7 @@ class SearchPipeline:
             fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
             fused = fused if widened else fused[: limit + extra]
         if extra:  # stale and broken memories stay findable, lowered and marked (memrouter.ops.verify)
-            fused = self._lowered(fused)
+            fused = self._lowered(fused, marked)
             fused = fused if widened else fused[:limit]
         if widened:  # the whole pool is reordered before the cut: channel and hash only, no bodies
             brief = queries.brief_rows(self.conn, [item.memory_id for item in fused])
@@ -174,17 +176,17 @@ class SearchPipeline:
         self.index.note_access([hit.name for hit in hits], now)
         return hits
 
-    def _stale_open(self) -> int:
-        """How many memories the last verification found stale or broken (0 when ``[anchors] stale_share`` is 0)."""
+    def _stale_marks(self) -> dict[int, tuple[str, str]]:
+        """Memory id -> (state, summary) of what the last verification found stale or broken (none when
+        ``[anchors] stale_share`` is 0)."""
         if self.config.anchors.stale_share <= 0:
-            return 0
-        return anchor_marks.open_count(self.conn)
+            return {}
+        return self._stale.current(self.conn)
 
-    def _lowered(self, fused: builtins.list[Fused]) -> builtins.list[Fused]:
+    def _lowered(self, fused: builtins.list[Fused], marked: dict[int, tuple[str, str]]) -> builtins.list[Fused]:
         """``fused`` with each stale or broken memory's score lowered by ``[anchors] stale_share``, its ``why``
         saying so (``stale: path#Symbol changed in 3f2a9c1, 4 commits ago``), reordered."""
-        marked = anchor_marks.marks(self.conn, [item.memory_id for item in fused])
-        if not marked:
+        if not any(item.memory_id in marked for item in fused):
             return fused
         share = self.config.anchors.stale_share
         lowered: builtins.list[Fused] = []

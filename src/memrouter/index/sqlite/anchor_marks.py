@@ -8,32 +8,11 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["by_name", "marks", "open_count", "state_counts"]
+__all__ = ["VERSION_KEY", "StaleMarks", "bump_version", "by_name", "state_counts"]
+
+VERSION_KEY = "anchor_states"  # meta: changes whenever `verify` stores states
 
 _CHUNK = 500
-
-
-def open_count(conn: sqlite3.Connection) -> int:
-    """How many memories' last check found them stale or broken (the search's extra candidates)."""
-    row = conn.execute("SELECT count(*) FROM anchor_states WHERE status != 'fresh'").fetchone()
-    return int(row[0]) if row else 0
-
-
-def marks(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[str, str]]:
-    """Memory id -> (state, summary) for the given memories whose last check (of their current text) found
-    them stale or broken."""
-    if not ids:
-        return {}
-    found: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(ids), _CHUNK):
-        part = ids[start : start + _CHUNK]
-        rows = conn.execute(
-            "SELECT m.id, s.status, s.summary FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
-            f" WHERE s.status != 'fresh' AND s.hash = m.hash AND m.id IN ({', '.join('?' * len(part))})",
-            part,
-        )
-        found.update({int(mid): (str(status), str(summary)) for mid, status, summary in rows})
-    return found
 
 
 def state_counts(conn: sqlite3.Connection) -> dict[str, object]:
@@ -57,3 +36,36 @@ def by_name(conn: sqlite3.Connection, names: list[str]) -> dict[str, str]:
         )
         found.update({str(name): str(summary or status) for name, summary, status in rows})
     return found
+
+
+def bump_version(conn: sqlite3.Connection) -> None:
+    """Say the stored states changed (inside the transaction that changed them)."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT(key) DO UPDATE SET"
+        " value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)",
+        (VERSION_KEY,),
+    )
+
+
+class StaleMarks:
+    """Memory id -> (state, summary) of every memory the last check found stale or broken, read once per index
+    generation and states version: a search then pays one small read of ``meta``."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, object] | None = None
+        self._marks: dict[int, tuple[str, str]] = {}
+
+    def current(self, conn: sqlite3.Connection) -> dict[int, tuple[str, str]]:
+        row = conn.execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'generation'), (SELECT value FROM meta WHERE key = ?)",
+            (VERSION_KEY,),
+        ).fetchone()
+        key = (row[0], row[1]) if row else (None, None)
+        if key != self._key:
+            rows = conn.execute(
+                "SELECT m.id, s.status, s.summary FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
+                " WHERE s.status != 'fresh' AND s.hash = m.hash"
+            )
+            self._marks = {int(mid): (str(status), str(summary or status)) for mid, status, summary in rows}
+            self._key = key
+        return self._marks

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from memrouter.anchors.records import MemoryCheck
 from memrouter.anchors.spec import Anchor
 from memrouter.anchors.symbols import Definition
+from memrouter.index.sqlite.anchor_marks import bump_version
 
 __all__ = [
     "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "save_states", "states", "watched",
@@ -159,3 +160,4 @@ def save_states(
     if keep is not None:
         gone = [row[0] for row in conn.execute("SELECT name FROM anchor_states") if row[0] not in keep]
         conn.executemany("DELETE FROM anchor_states WHERE name = ?", [(name,) for name in gone])
+    bump_version(conn)
