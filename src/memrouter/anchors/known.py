@@ -59,6 +59,8 @@ class RepositoryKnown:
             paths = [path for path in paths if PurePosixPath(path).stem == parts[0]] or paths
         if len(paths) > 1:  # defined in several files: not "exactly one" (no need to parse them to know)
             return [(paths[0], symbol), (paths[1], symbol)]
+        if len(parts) == 1 and len(paths) == 1 and self.names.top_level_only(paths[0], symbol):
+            return [(paths[0], symbol)]  # one top-level definition: named as written, no parse needed
         found: list[tuple[str, str]] = []
         for path in paths:
             blob = self.repository.now(path)

@@ -26,7 +26,8 @@ _SOURCES = tuple(f"*{suffix}" for suffix, language in EXTENSIONS.items() if lang
 
 @dataclass
 class NameIndex:
-    """Name (case as written; PowerShell names also lower-cased) -> the source files defining it."""
+    """Name (case as written; PowerShell names also lower-cased) -> the source files defining it; a name written
+    at the start of its line is kept as ``^name`` (top-level)."""
 
     head: str | None = None
     files: dict[str, list[str]] = field(default_factory=dict)  # path -> names it defines
@@ -39,9 +40,15 @@ class NameIndex:
             by_name: dict[str, set[str]] = {}
             for path, names in self.files.items():
                 for item in names:
-                    by_name.setdefault(item, set()).add(path)
+                    by_name.setdefault(item.removeprefix("^"), set()).add(path)
             self._by_name = by_name
         return self._by_name.get(name, set()) | self._by_name.get(name.lower(), set())
+
+    def top_level_only(self, path: str, name: str) -> bool:
+        """Whether every definition of ``name`` the lines of ``path`` show is top-level (its dotted name is
+        ``name``, no parse needed)."""
+        entries = [item for item in self.files.get(path, ()) if item.removeprefix("^") in (name, name.lower())]
+        return bool(entries) and all(item.startswith("^") for item in entries)
 
     @staticmethod
     def start(top: Path, paths: list[str] | None = None, *, perl: bool = True) -> subprocess.Popen[bytes]:
@@ -75,14 +82,17 @@ class NameIndex:
             path = parts[0].decode("utf-8", "surrogateescape")
             if language_for(path) is None and PurePosixPath(path).suffix:
                 continue
-            name = definition_names(parts[2].decode("utf-8", "replace"))
+            text = parts[2].decode("utf-8", "replace")
+            name = definition_names(text)
             if name is None:
                 continue
+            # A definition at the start of its line (not a Go method) is top-level: its dotted name is its name.
+            outermost = text[:1] not in (" ", "\t") and not text.startswith("func (")
             names = self.files.setdefault(path, [])
-            if name not in names:
-                names.append(name)
-                if "-" in name:
-                    names.append(name.lower())
+            for item in (name, name.lower()) if "-" in name else (name,):
+                entry = f"^{item}" if outermost else item
+                if entry not in names:
+                    names.append(entry)
         self.head = head
         self._by_name = None
 

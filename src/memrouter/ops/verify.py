@@ -57,7 +57,7 @@ log = LazyLogger(__name__)
 # The anchored paths, one a line, in the index folder: what the git hook checks a commit's files against.
 ANCHORED_PATHS = "anchored-paths"
 _HISTORY, _HISTORY_HEAD, _NAMES = "history", "history.head", "names"
-INFERENCE = "v2"  # the inference rules' version: a change re-infers every memory
+INFERENCE = "v3"  # the inference rules' version: a change re-infers every memory
 
 
 def verify(
