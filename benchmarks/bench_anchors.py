@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -79,6 +80,13 @@ def timed(call: object) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def cpu() -> float:
+    """Seconds of CPU this process and its finished children (git) have used: what the machine's load does not
+    inflate."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def cold(router: Router) -> float:
     conn = router.workspace.conn
     for table in TABLES:
@@ -106,16 +114,21 @@ def main() -> None:
         import memrouter.anchors.freshness  # noqa: F401  (imports are not what is measured)
         import memrouter.ops.verify  # noqa: F401
 
-        colds = [cold(router) for _ in range(args.runs)]
+        colds, used = [], []
+        for _ in range(args.runs):
+            before = cpu()
+            colds.append(cold(router))
+            used.append(cpu() - before)
         print(f"verify cold: {', '.join(f'{ms:.0f}' for ms in colds)} ms (median {statistics.median(colds):.0f}; "
-              f"target <= 2000) [{load()}]")  # fmt: skip
+              f"target <= 2000) [{load()}]; CPU used (this process and git): "
+              f"{', '.join(f'{s:.2f}' for s in used)} s")  # fmt: skip
         report = router.verify()
         describe(report)
         fit(config, args.golden)
         overhead(router, config)
         warm = [timed(router.verify) for _ in range(args.runs)]
         print(f"verify, nothing changed: {', '.join(f'{ms:.0f}' for ms in warm)} ms [{load()}]")
-        after = []
+        after, after_cpu = [], []
         files = sorted(
             {
                 a.path
@@ -130,9 +143,12 @@ def main() -> None:
                 handle.write(f"\n# bench {run}\n")
             git(clone, "add", "--", str(target.relative_to(clone)))
             git(clone, "commit", "-qm", f"bench {run}")
+            before = cpu()
             after.append(timed(router.verify))
+            after_cpu.append(cpu() - before)
         print(f"verify after one new commit: {', '.join(f'{ms:.0f}' for ms in after)} ms "
-              f"(median {statistics.median(after):.0f}; target <= 200) [{load()}]")  # fmt: skip
+              f"(median {statistics.median(after):.0f}; target <= 200) [{load()}]; CPU used: "
+              f"{', '.join(f'{s * 1000:.0f}' for s in after_cpu)} ms")  # fmt: skip
         router.close()
         shutil.rmtree(clone, ignore_errors=True)
 
