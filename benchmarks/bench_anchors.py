@@ -52,8 +52,8 @@ def git(folder: Path, *args: str) -> str:
 
 
 def checkout(repo: Path, clone: Path) -> None:
-    """Clone ``repo`` with its work tree; a blob the source lacks (a large file left out of a mirror) is marked
-    skip-worktree instead of failing the checkout."""
+    """Clone ``repo`` with its work tree; a blob the source lacks (a large file left out of a mirror) is left out
+    of the index (removed in the bench's first commit) instead of failing the checkout."""
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(clone)], check=True)
     listing = subprocess.run(["git", "ls-tree", "-r", "-z", "HEAD"], cwd=clone, check=True, capture_output=True).stdout
     blobs = [entry.split(b"\t", 1) for entry in listing.split(b"\0") if entry]
@@ -64,8 +64,8 @@ def checkout(repo: Path, clone: Path) -> None:
     ).stdout.splitlines()  # fmt: skip
     missing = [path.decode() for (_, path), line in zip(blobs, checked, strict=True) if line.endswith(b"missing")]
     git(clone, "read-tree", "HEAD")
-    if missing:
-        git(clone, "update-index", "--skip-worktree", "--", *missing)
+    if missing:  # git cannot write a tree naming a blob it lacks: the bench's commits leave those files out
+        git(clone, "rm", "-q", "--cached", "--", *missing)
     git(clone, "checkout-index", "-a", "-f")
     git(clone, "update-index", "-q", "--refresh")  # the stat data a fresh clone has, so status reads no file again
 
@@ -105,6 +105,8 @@ def main() -> None:
         checkout(args.repo, clone)
         git(clone, "config", "user.name", "Bench")
         git(clone, "config", "user.email", "bench@example.com")
+        if git(clone, "diff", "--cached", "--name-only"):
+            git(clone, "commit", "-qm", "bench: leave out the files whose blobs the source lacks")
         commits = git(clone, "rev-list", "--count", "HEAD")
         config = Config.load(root=clone / ".serena" / "memories", index_dir=Path(tmp) / "index")
         router = Router(config, watch=False)

@@ -27,6 +27,7 @@ async def fail(client: Any, tool: str, **arguments: Any) -> str:
 
 async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path: Path, connect: Any) -> None:
     from memrouter.mcp.server import (
+        ANCHOR_TOOLS,
         GRAPH_TOOLS,
         MEMROUTER_TOOLS,
         REVIEW_TOOLS,
@@ -39,7 +40,14 @@ async def test_tool_list_and_descriptions_are_short(project_root: Path, tmp_path
     async with connect(project_root, tmp_path / "index") as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == set(
-        MEMROUTER_TOOLS + SERENA_TOOLS + SESSION_TOOLS + TEAM_TOOLS + GRAPH_TOOLS + SCRATCH_TOOLS + REVIEW_TOOLS
+        MEMROUTER_TOOLS
+        + SERENA_TOOLS
+        + SESSION_TOOLS
+        + TEAM_TOOLS
+        + GRAPH_TOOLS
+        + SCRATCH_TOOLS
+        + REVIEW_TOOLS
+        + ANCHOR_TOOLS
     )
     for tool in tools.values():
         assert tool.description and len(tool.description) <= 200, tool.name

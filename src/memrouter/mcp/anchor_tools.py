@@ -28,10 +28,10 @@ def anchor_tools(
 
     @tool(write, structured=False)
     def verify_memory(memory_name: str, accept: bool = False) -> CallToolResult:
-        """Check a memory's anchors (the code it names) against git: fresh, stale (the commits and the diff of the symbol) or broken; moved code is followed. accept=true, once you checked the memory against the code: stamps verified: <HEAD commit> in it."""
+        """Check a memory against the code it names: fresh, stale (commits, diff) or broken. accept=true once you checked it: stamps verified: <HEAD commit>."""
         return run(lambda: service.verify_memory(memory_name, accept))
 
     @tool(read, structured=False)
     def stale_memories(limit: int = 20) -> CallToolResult:
-        """Memories whose anchored code changed (stale) or is gone (broken) since they were written or verified, worst first, with why. Check them before trusting them."""
+        """Memories whose code changed (stale) or is gone (broken) since written or verified, worst first, with why. Check them before trusting them."""
         return run(lambda: service.stale_memories(limit))

@@ -294,14 +294,10 @@ class _Run:
 
     def _ancestor(self, old: str) -> bool:
         try:
-            return (
-                GitSession(self.top)
-                .run("merge-base", "--is-ancestor", old, self.head or "HEAD", check=False)
-                .returncode
-                == 0
-            )
+            done = GitSession(self.top).run("merge-base", "--is-ancestor", old, self.head or "HEAD", check=False)
         except GitError:
             return False
+        return done.returncode == 0
 
     def _reuse(
         self, previous: tuple[str, MemoryCheck, list[str], str | None, str | None] | None, value: str,

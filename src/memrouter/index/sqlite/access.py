@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-__all__ = ["FLUSH_NAMES", "FLUSH_SECONDS", "USAGE_FILE", "Access", "AccessLog", "UsageFile", "decay_factor"]
+__all__ = [
+    "FLUSH_NAMES", "FLUSH_SECONDS", "USAGE_FILE", "Access", "AccessLog", "UsageFile", "decay_factor", "usage_since",
+]  # fmt: skip
 
 FLUSH_SECONDS = 30.0
 FLUSH_NAMES = 2000
@@ -58,6 +60,13 @@ class Access:
 
     count: int = 0
     last: float | None = None
+
+
+def usage_since(conn: sqlite3.Connection) -> float | None:
+    """When this index began counting uses (its migration 0400 was applied, epoch seconds): a memory can be called
+    unused only for what was watched."""
+    row = conn.execute("SELECT applied_at FROM schema_migrations WHERE name = '0400_access_counts'").fetchone()
+    return float(row[0]) if row else None
 
 
 def decay_factor(access: Access, since: float, now: float, strength: float, stale_days: float) -> float:

@@ -290,7 +290,7 @@ CREATE TABLE anchor_states (
 ) WITHOUT ROWID;
 CREATE INDEX anchor_states_open ON anchor_states(status) WHERE status != 'fresh';
 """
-MIGRATIONS.append(Migration("0500_anchor_freshness", _ANCHORS))
+MIGRATIONS.append(Migration("0502_anchor_freshness", _ANCHORS))
 
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (

@@ -31,10 +31,11 @@ DAY = 86400.0
 
 def anchor_proposals(
     entries: list[Entry], stale: Mapping[str, str], access: Mapping[str, Access], now: float, unused_days: float,
-    taken: set[str],
+    taken: set[str], watched_since: float | None,
 ) -> tuple[list[Finding], list[Proposal]]:  # fmt: skip
     """Findings and proposals for ``entries`` (the memories in effect) not already proposed (``taken``):
-    ``stale`` maps a memory to the summary of its last check."""
+    ``stale`` maps a memory to the summary of its last check; uses have been counted since ``watched_since``
+    (a memory is unused only if it was watched for ``unused_days``: an index made today calls nothing unused)."""
     findings: list[Finding] = []
     proposals: list[Proposal] = []
     cutoff = now - unused_days * DAY
@@ -50,7 +51,7 @@ def anchor_proposals(
             )  # fmt: skip
             continue
         used = access.get(entry.name)
-        last = max(used.last or 0.0 if used else 0.0, _seconds(entry.when))
+        last = max(used.last or 0.0 if used else 0.0, _seconds(entry.when), watched_since or now)
         if last and last < cutoff:
             days = int((now - last) // DAY)
             findings.append(Finding("unused", (entry.name,), {"idle_days": days, "unused_days": unused_days}))

@@ -29,6 +29,7 @@ from memrouter.core.errors import BackendUnavailable, Conflict, NotFound
 from memrouter.core.query import iso_time
 from memrouter.core.records import replace
 from memrouter.index.sqlite import anchor_marks
+from memrouter.index.sqlite.access import usage_since
 from memrouter.index.sqlite.queries import consolidation_rows
 from memrouter.ops.janitor.analyse import analyse
 from memrouter.ops.janitor.anchored import anchor_proposals
@@ -71,10 +72,13 @@ def run_janitor(ws: Workspace, *, apply: bool = False) -> JanitorReport:
     sprints = read_sprints(ws.store)
     closed = {sprint.id: sprint.closed for sprint in sprints if sprint.closed is not None}
     findings, proposals = analyse(entries, iso_time(now), closed)
-    stale = keeper.indexed(lambda: anchor_marks.by_name(keeper.conn, [entry.name for entry in entries]))
-    more, extra = anchor_proposals(
-        entries, stale, access, now, ws.config.janitor.unused_days, {proposal.name for proposal in proposals}
+    stale, watched_since = keeper.indexed(
+        lambda: (anchor_marks.by_name(keeper.conn, [entry.name for entry in entries]), usage_since(keeper.conn))
     )
+    more, extra = anchor_proposals(
+        entries, stale, access, now, ws.config.janitor.unused_days, {proposal.name for proposal in proposals},
+        watched_since,
+    )  # fmt: skip
     findings, proposals = [*findings, *more], [*proposals, *extra]
     notices = [f"{pending} memories await review (status: pending_review): left to the review queue"] * bool(pending)
     notices += [
