@@ -276,3 +276,25 @@ def test_a_database_password_is_never_shown() -> None:
         "postgresql://u@h/db?sslmode=require&password=***"
     )
     assert "secret" not in redacted_url("postgresql://h/db?PASSWORD=secret#x")
+
+
+def test_janitor_unused_days_decides_which_memories_are_proposed_for_archiving(memories: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    now = [2_000_000_000.0]  # far after the sample's file times
+    for days, archived in ((30, True), (36_000, False)):
+        configured(memories, f"[janitor]\nunused_days = {days}\n")
+        with Router.open(root=memories, index_dir=tmp_path / str(days), watch=False, clock=lambda: now[0]) as router:
+            router.refresh()
+            # Uses have been counted for a year: the index's access table was made then.
+            with sqlite3.connect(router.config.index_path) as conn:
+                conn.execute("UPDATE schema_migrations SET applied_at = ? WHERE name = '0400_access_counts'",
+                             (now[0] - 365 * 86400,))  # fmt: skip
+            report = router.janitor()
+            proposed = {p.name for p in report.proposals if p.action == "archive"}
+            assert bool(proposed) is archived
+            assert router.status()["config"]["janitor"]["unused_days"] == days
+            if archived:
+                applied = router.janitor(apply=True)
+                done = [p.name for p in applied.proposals if p.action == "archive" and p.applied]
+                assert done and router.get(done[0]).status == "archived"

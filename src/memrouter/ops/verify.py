@@ -57,7 +57,8 @@ log = LazyLogger(__name__)
 # The anchored paths, one a line, in the index folder: what the git hook checks a commit's files against.
 ANCHORED_PATHS = "anchored-paths"
 _HISTORY, _HISTORY_HEAD, _NAMES = "history", "history.head", "names"
-INFERENCE = "v3"  # the inference rules' version: a change re-infers every memory
+INFERENCE = "v3"
+NO_ANCHORS = "none"  # a stored state: the memory has no anchor (its inferred paths were gone before it)  # the inference rules' version: a change re-infers every memory
 
 
 def verify(
@@ -172,10 +173,15 @@ class _Run:
         pending: list[tuple[str, str, str, str, str]] = []
         for row in rows:
             kept = self._unchanged(previous.get(row[0]), row[2], dirty)
-            if kept is not None:
-                results.append(kept)
-            else:
+            if kept is None:
                 pending.append(row)
+            elif kept.status != NO_ANCHORS:
+                results.append(kept)
+        inferred: dict[str, list[Anchor]] = {}
+        if pending and ws.config.anchors.infer:
+            inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
+        # A memory with no anchors (none written, none inferred from this text before) needs nothing more.
+        pending = [row for row in pending if _json_list(row[3]) or row[2] not in inferred or inferred[row[2]]]
         old_head = history.head if history is not None else None
         touched: set[str] | None = set()
         if log_process is not None:
@@ -189,9 +195,6 @@ class _Run:
             self.top, self.history, self.tree, self.blobs, self.parsers,
             lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
         )  # fmt: skip
-        inferred: dict[str, list[Anchor]] = {}
-        if pending and ws.config.anchors.infer:
-            inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
         need_inference = [row for row in pending if ws.config.anchors.infer and row[2] not in inferred]
         reread = self._read_names(need_inference, touched, old_head)
         new_inferred = {row[2]: self._infer(row, checker) for row in need_inference}
@@ -265,6 +268,9 @@ class _Run:
             baseline = self.history.commit(base.seq) if base.seq else None
             watched = sorted({a.path for a in anchors if a.path} | {memory_path})
             reused = self._reuse(previous.get(name), value, baseline, watched, dirty)
+            if reused is not None and reused.status == NO_ANCHORS:
+                saved.append((value, reused, watched, baseline))
+                continue
             if reused is not None:
                 check = replace(reused, ago=_ago(reused, self.history, head_seq))
                 results.append(check)
@@ -280,7 +286,8 @@ class _Run:
         self.blobs.read_many(wanted)
         for name, value, anchors, base, notes, baseline, verified, watched in planned:
             checks = [item for item in (checker.check(anchor, base) for anchor in anchors) if item is not None]
-            if not checks:
+            if not checks:  # every inferred path was gone before the memory: remembered as having no anchor
+                saved.append((value, MemoryCheck(name, NO_ANCHORS, (), baseline), watched, baseline))
                 continue
             check = MemoryCheck(
                 name, worst([c.status for c in checks]), tuple(checks), baseline, verified, tuple(notes)

@@ -31,7 +31,7 @@ def by_name(conn: sqlite3.Connection, names: list[str]) -> dict[str, str]:
         part = names[start : start + _CHUNK]
         rows = conn.execute(
             "SELECT s.name, s.summary, s.status FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
-            f" WHERE s.status != 'fresh' AND s.hash = m.hash AND s.name IN ({', '.join('?' * len(part))})",
+            f" WHERE s.status IN ('stale', 'broken') AND s.hash = m.hash AND s.name IN ({', '.join('?' * len(part))})",
             part,
         )
         found.update({str(name): str(summary or status) for name, summary, status in rows})
@@ -64,7 +64,7 @@ class StaleMarks:
         if key != self._key:
             rows = conn.execute(
                 "SELECT m.id, s.status, s.summary FROM anchor_states AS s JOIN memories AS m ON m.name = s.name"
-                " WHERE s.status != 'fresh' AND s.hash = m.hash"
+                " WHERE s.status IN ('stale', 'broken') AND s.hash = m.hash"
             )
             self._marks = {int(mid): (str(status), str(summary or status)) for mid, status, summary in rows}
             self._key = key
