@@ -409,3 +409,17 @@ def test_the_hook_reports_what_a_commit_makes_stale(project: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "memrouter: this commit makes 1 memories stale or broken:" in done.stderr
     assert "tax: billing/tax.py#rate changed" in done.stderr
+
+
+def test_the_web_ui_shows_a_memorys_anchors_and_the_anchored_diff(project: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from memrouter.ui.app import create_app
+
+    with open_router(project) as router:
+        client = TestClient(create_app(router), base_url="http://127.0.0.1:8766")
+        page = client.get("/memory/total").text
+        assert "Anchors" in page and "anchor-stale" in page and "billing/invoice.py#Invoice.total" in page
+        assert "anchored diff" in page and "round(self.amount, 2, &#39;even&#39;)" in page
+        found = client.get("/", params={"q": "rounds", "mode": "lexical"}).text
+        assert "stale: billing/invoice.py#Invoice.total" in found
