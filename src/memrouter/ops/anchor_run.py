@@ -99,11 +99,6 @@ class Run:
                 pending.append(row)
             elif kept.status != NO_ANCHORS:
                 results.append(kept)
-        inferred: dict[str, list[Anchor]] = {}
-        if pending and ws.config.anchors.infer:
-            inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
-        # A memory with no anchors (none written, none inferred from this text before) needs nothing more.
-        pending = [row for row in pending if json_list(row[3]) or row[2] not in inferred or inferred[row[2]]]
         old_head = history.head if history is not None else None
         if log_process is not None:
             self.history = history or PathHistory()
@@ -111,6 +106,23 @@ class Run:
         elif pending or self.need_history:
             self.history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY))) or PathHistory()
             old_head = self.history.head
+        # Checked at an earlier commit, and no commit since touched the memory or what it anchors: kept.
+        carried: list[tuple[str, MemoryCheck]] = []
+        still: list[tuple[str, str, str, str, str]] = []
+        for row in pending:
+            kept = self._carried(previous.get(row[0]), row[2], dirty)
+            if kept is None:
+                still.append(row)
+            else:
+                carried.append((row[0], kept))
+                if kept.status != NO_ANCHORS:
+                    results.append(kept)
+        pending = still
+        inferred: dict[str, list[Anchor]] = {}
+        if pending and ws.config.anchors.infer:
+            inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
+        # A memory with no anchors (none written, none inferred from this text before) needs nothing more.
+        pending = [row for row in pending if json_list(row[3]) or row[2] not in inferred or inferred[row[2]]]
         checker = Checker(
             self.top, self.history, self.tree, self.blobs, self.parsers,
             lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
@@ -130,8 +142,8 @@ class Run:
         # each run costs less than writing it all.
         behind = self.history.last - (self.history.seq_of(old_head) or 0) if old_head else self.history.last
         keep_history = moved and (whole or behind >= HISTORY_LAG)
-        if saved or keep_history or reread is not None or new_inferred or checker.learned:
-            self._save(keep_history, reread, new_inferred, checker, saved)
+        if saved or carried or keep_history or reread is not None or new_inferred or checker.learned:
+            self._save(keep_history, reread, new_inferred, checker, saved, carried)
             self._write_anchored_paths(watched_all)
         return results, kinds
 
@@ -146,6 +158,25 @@ class Run:
         if old_value != value or head != self.head or set(watched) & dirty:
             return None
         return None if any(anchor.uncommitted for anchor in check.anchors) else check
+
+    def _carried(
+        self, previous: tuple[str, MemoryCheck, list[str], str | None, str | None] | None, value: str, dirty: set[str]
+    ) -> MemoryCheck | None:
+        """The memory's last check, made at an earlier commit of this history, when no commit since touched the
+        memory or what it anchors (nor a missing symbol's name turned up) and nothing of it is uncommitted: its
+        "commits ago" counted again."""
+        if previous is None or self.staged:
+            return None
+        old_value, check, watched, head, _ = previous
+        at = self.history.seq_of(head) if head else None
+        if old_value != value or at is None or set(watched) & dirty or any(a.uncommitted for a in check.anchors):
+            return None
+        if any(self.history.changed_after(path, at) for path in watched):
+            return None
+        missing = [a.symbol for a in check.anchors if a.symbol and a.status in ("moved", "broken")]
+        if missing and at < self.history.last and self._turned_up(missing, at):
+            return None
+        return replace(check, ago=_ago(check, self.history, self.history.last))
 
     def _read_names(self, need_inference: list[tuple[str, str, str, str, str]]) -> NameIndex | None:
         """The defined names, when inference needs them: cached, brought up to HEAD by reading the files the new
@@ -289,7 +320,7 @@ class Run:
 
     def _save(
         self, moved: bool, names: NameIndex | None, new_inferred: dict[str, list[Anchor]], checker: Checker,
-        saved: list[tuple[str, MemoryCheck, list[str], str | None]],
+        saved: list[tuple[str, MemoryCheck, list[str], str | None]], carried: list[tuple[str, MemoryCheck]],
     ) -> None:  # fmt: skip
         conn = self.ws.conn
 
@@ -305,6 +336,7 @@ class Run:
                 if checker.learned:
                     stored.save_definitions(conn, checker.learned)
                 stored.save_states(conn, saved, self.head)
+                stored.carry_states(conn, carried, self.head)
 
         try:
             self.ws.index.indexed(write)

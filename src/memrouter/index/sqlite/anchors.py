@@ -25,7 +25,7 @@ from memrouter.anchors.symbols import Definition
 from memrouter.index.sqlite.anchor_marks import bump_version
 
 __all__ = [
-    "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "save_states", "states", "watched",
+    "cached", "definitions", "inferred", "save_cached", "save_definitions", "save_inferred", "carry_states", "save_states", "states", "watched",
 ]  # fmt: skip
 
 _CHUNK = 500
@@ -131,6 +131,22 @@ def watched(conn: sqlite3.Connection) -> set[str]:
         except (ValueError, TypeError):
             continue
     return found
+
+
+def carry_states(conn: sqlite3.Connection, carried: list[tuple[str, MemoryCheck]], head: str | None) -> None:
+    """Mark kept states as checked at ``head``: the head alone for those whose summary did not change, the
+    summary and result too for those whose "commits ago" did."""
+    if not carried:
+        return
+    conn.executemany(
+        "UPDATE anchor_states SET head = ?, summary = ?, result = ? WHERE name = ?",
+        [(head, check.summary, json.dumps(check.to_dict()), name) for name, check in carried if check.ago is not None],
+    )
+    conn.executemany(
+        "UPDATE anchor_states SET head = ? WHERE name = ?",
+        [(head, name) for name, check in carried if check.ago is None],
+    )
+    bump_version(conn)
 
 
 def save_states(
