@@ -87,9 +87,8 @@ class Run:
                 history = None
             whole = history is None
             log_process = start_log(self.top, history.head if history else None, str(self.head))
-        listing = start(self.top, "ls-files", "-z")
         status = start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-        self.tree = _work_tree(collect(listing, "ls-files"), collect(status, "status"))
+        self.tree = _work_tree(b"", collect(status, "status"))
         dirty = set(self.tree.changed) | set(self.tree.untracked)
         results: list[MemoryCheck] = []
         pending: list[tuple[str, str, str, str, str]] = []
@@ -128,6 +127,10 @@ class Run:
             lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
         )  # fmt: skip
         need_inference = [row for row in pending if ws.config.anchors.infer and row[2] not in inferred]
+        if need_inference:  # inference checks names against the tracked files: listed only then
+            listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
+            self.tree = replace(self.tree, files=_work_tree(listing, b"").files | self.tree.untracked)
+            checker.tree = self.tree
         reread = self._read_names(need_inference)
         new_inferred = {row[2]: self._infer(row, checker) for row in need_inference}
         inferred.update(new_inferred)
