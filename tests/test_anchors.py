@@ -423,3 +423,25 @@ def test_the_web_ui_shows_a_memorys_anchors_and_the_anchored_diff(project: Path)
         assert "anchored diff" in page and "round(self.amount, 2, &#39;even&#39;)" in page
         found = client.get("/", params={"q": "rounds", "mode": "lexical"}).text
         assert "stale: billing/invoice.py#Invoice.total" in found
+
+
+def test_check_shows_what_a_text_would_be_anchored_to(project: Path) -> None:
+    base = [sys.executable, "-m", "memrouter", "--root", str(project / MEMORIES), "--index-dir", str(project / ".memrouter")]
+    text = "# Fees\n\nThe rate is `billing/tax.py#rate`; see scripts/retry-policy.sh.\n\n```\nold/legacy.py\n```\n"
+    done = subprocess.run([*base, "check", "-", "--format", "json"], input=text, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert [a["anchor"] for a in json.loads(done.stdout)["anchors"]] == ["billing/tax.py#rate", "scripts/retry-policy.sh"]
+    shown = subprocess.run([*base, "check", "-"], input=text, capture_output=True, text=True).stdout
+    assert "anchors:\n  billing/tax.py#rate (inferred symbol)" in shown
+
+
+def test_an_mcp_save_says_what_the_memory_is_tied_to(project: Path) -> None:
+    from memrouter.mcp.service import MemoryService
+
+    with open_router(project) as router:
+        saved = MemoryService(router).save("# Fees\n\nThe fee rounding is in `billing/invoice.py#Invoice.total`.\n")
+        assert saved["anchors"] == ["billing/invoice.py#Invoice.total"]
+        plain = MemoryService(router).save("# Nothing\n\nNo code named here at all.\n")
+        assert "anchors" not in plain
+        cached = router.workspace.conn.execute("SELECT count(*) FROM anchor_inferred").fetchone()[0]
+        assert cached >= 2  # recorded: the next verification reads them from the index

@@ -34,6 +34,10 @@ class RepositoryKnown:
             text = file.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return []
+        return self.anchors_of_text(text, memory_path)
+
+    def anchors_of_text(self, text: str, memory_path: str) -> list[Anchor]:
+        """The anchors a memory's whole text (front matter and body) infers, were it the file ``memory_path``."""
         _, body = frontmatter.split(text)
         first_line = text[: len(text) - len(body)].count("\n") + 1
         folder = PurePosixPath(memory_path).parent.as_posix()

@@ -26,14 +26,18 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
 def check(state: State, file: Any, name: str | None, actor: str, fmt: str) -> None:
     """Show what the write guard would do with FILE ('-' for stdin): accepted, pending or refused.
 
+    Also shows the anchors it would have: its front matter's and the code it names (memrouter verify).
     Duplicates are looked for in the project's memories. Exit 0 when it
     would be stored (accepted or pending), 1 when refused, 2 on bad input.
     """
     from memrouter.cli.memories import _read_text
     from memrouter.core.names import validate_name
+    from memrouter.ops.verify import preview
 
     text = _read_text(file)
-    verdict = state.router().check(text, validate_name(name, strict=False) if name else None, actor=actor)
+    router = state.router()
+    verdict = router.check(text, validate_name(name, strict=False) if name else None, actor=actor)
+    anchors, why = preview(router.workspace, text, validate_name(name, strict=False) if name else None)
 
     def lines() -> str:
         out = [verdict.outcome + (f" (flags: {', '.join(verdict.flags)})" if verdict.flags else "")]
@@ -42,8 +46,16 @@ def check(state: State, file: Any, name: str | None, actor: str, fmt: str) -> No
             out.append(f"  {where}: {reason.category}/{reason.kind}: {reason.message}")
         if verdict.confidence is not None:
             out.append(f"  confidence: {verdict.confidence}")
+        if anchors:  # what the memory would be tied to (memrouter verify checks it against the code)
+            out.append("anchors:")
+            out += [f"  {a.key} ({a.origin} {a.kind}{', ' + a.problem if a.problem else ''})" for a in anchors]
+        elif why:
+            out.append(f"anchors: {why}")
         return "\n".join(out)
 
-    emit(fmt, verdict.to_dict(), lines)
+    shown = [
+        {"anchor": a.key, "origin": a.origin, "kind": a.kind, "line": a.line, "problem": a.problem} for a in anchors
+    ]
+    emit(fmt, verdict.to_dict() | {"anchors": shown}, lines)
     if verdict.refused:
         sys.exit(1)

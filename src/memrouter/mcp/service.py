@@ -156,7 +156,19 @@ class MemoryService:
         )  # fmt: skip
         data = memory.to_dict(content=False)
         data.pop("path", None)
+        data["anchors"] = self._anchored(memory.name)
         return _compact(data)
+
+    def _anchored(self, name: str) -> list[str]:
+        """What a saved memory is tied to (``memrouter verify``, which records its inferred anchors): each anchor
+        and, unless fresh, its state; empty when it has none or git cannot say."""
+        try:
+            report = self.router.verify([name], diff=False)
+        except MemoryRouterError as exc:
+            log.warning("anchors of %s not read: %s", name, exc)
+            return []
+        found = report.memories[0].anchors if report.memories else ()
+        return [a.label + ("" if a.status == "fresh" else f" ({a.status})") for a in found]
 
     def status(self) -> dict[str, Any]:
         """The router's status plus what this server adds (global memories, task context); the anchored

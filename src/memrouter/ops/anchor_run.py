@@ -26,12 +26,13 @@ from memrouter.index.sqlite.connection import transaction
 from memrouter.repo.git import GitError, GitSession
 from memrouter.repo.history import PathHistory, finish_log, start_log
 from memrouter.repo.tree import BlobReader, WorkTree, collect, start
+from memrouter.store.parse import parse_memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from memrouter.ops.workspace import Workspace
 
-__all__ = ["ANCHORED_PATHS", "Run", "json_list"]
+__all__ = ["ANCHORED_PATHS", "Run", "front_matter_anchors", "json_list"]
 
 log = LazyLogger(__name__)
 
@@ -69,6 +70,32 @@ class Run:
 
     def close(self) -> None:
         self.blobs.close()
+
+    def preview(self, text: str, name: str) -> list[Anchor]:
+        """The anchors ``text``, saved as memory ``name``, would have: its front matter's and what it infers now
+        (from the cached history brought up to HEAD, the tracked files and the defined names)."""
+        conn = self.ws.conn
+        history = self.ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY)))
+        if self.head is not None and (history is None or history.head != self.head):
+            ancestor = history is not None and history.head is not None and self._ancestor(history.head)
+            history = history if ancestor else None
+            process = start_log(self.top, history.head if history else None, self.head)
+            history = history or PathHistory()
+            history.extend(finish_log(process))
+        self.history = history or PathHistory()
+        status = collect(
+            start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"), "status"
+        )
+        listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
+        self.tree = _work_tree(listing, status)
+        checker = Checker(self.top, self.history, self.tree, self.blobs, self.parsers, staged=False)
+        written = [parse_anchor(entry) for entry in front_matter_anchors(text)]
+        if not self.ws.config.anchors.infer:
+            return written
+        self._read_names([("", "", "", "", "")])
+        known = RepositoryKnown(checker, self.names, self.prefix)
+        keys = {anchor.key for anchor in written}
+        return [*written, *(a for a in known.anchors_of_text(text, self._memory_path(name)) if a.key not in keys)]
 
     def check(self, rows: list[tuple[str, str, str, str, str]]) -> tuple[list[MemoryCheck], dict[str, int]]:
         ws, conn = self.ws, self.ws.conn
@@ -425,3 +452,8 @@ def _ago(check: MemoryCheck, history: PathHistory, head_seq: int) -> int | None:
         if (seq := history.seq_of(commit)) is not None
     ]  # fmt: skip
     return head_seq - max(newest) if newest else None
+
+
+def front_matter_anchors(text: str) -> list[object]:
+    """The entries of ``anchors:`` in ``text``'s front matter (none when it has no readable front matter)."""
+    return list(parse_memory("preview", "preview", text).anchors)

@@ -23,11 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from memrouter.anchors.records import AnchorCheck, MemoryCheck, VerifyReport, worst
-from memrouter.anchors.spec import parse_anchor
+from memrouter.anchors.spec import Anchor, parse_anchor
 from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.core.names import validate_name
 from memrouter.index.sqlite.recordtime import git_head, git_top
-from memrouter.ops.anchor_run import ANCHORED_PATHS, Run, json_list
+from memrouter.ops.anchor_run import ANCHORED_PATHS, Run, front_matter_anchors, json_list
 from memrouter.ops.audit import audited
 from memrouter.ops.write_guard import CONTENT, guarded
 from memrouter.repo.git import GitError, GitSession
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from memrouter.core.model import Memory
     from memrouter.ops.workspace import Workspace
 
-__all__ = ["ANCHORED_PATHS", "accept", "verify"]
+__all__ = ["ANCHORED_PATHS", "accept", "preview", "verify"]
 
 
 def verify(
@@ -87,6 +87,21 @@ def verify(
     )
 
 
+def preview(ws: Workspace, text: str, name: str | None = None) -> tuple[list[Anchor], str | None]:
+    """The anchors ``text`` would have, saved as ``name`` (``memrouter check``): its front matter's and those it
+    infers from the repository now; and a note when there is no git repository to infer from."""
+    top = git_top((ws.config.project_dir or ws.config.root).resolve())
+    if top is None:
+        return [
+            parse_anchor(entry) for entry in front_matter_anchors(text)
+        ], "not in a git repository: nothing inferred"
+    run = Run(ws, top.resolve(), git_head(top), staged=False)
+    try:
+        return run.preview(text, name or "new-memory"), None
+    finally:
+        run.close()
+
+
 @audited("verify")
 def accept(ws: Workspace, name: str, *, actor: str | None = None) -> Memory:
     """Stamp ``verified: <HEAD commit>`` in memory ``name`` (through the write guard): see the module docstring."""
@@ -109,7 +124,7 @@ def accept(ws: Workspace, name: str, *, actor: str | None = None) -> Memory:
 
 
 def _rows(conn: sqlite3.Connection, names: list[str] | None) -> list[tuple[str, str, str, str, str]]:
-    query = "SELECT name, path, hash, anchors, extra FROM memories WHERE status != 'pending_review'"
+    query = "SELECT name, path, hash, anchors, extra FROM memories"
     rows: list[tuple[str, str, str, str, str]] = [
         (str(a), str(b), str(c), str(d), str(e)) for a, b, c, d, e in conn.execute(query + " ORDER BY name")
     ]
