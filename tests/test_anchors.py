@@ -426,11 +426,22 @@ def test_the_web_ui_shows_a_memorys_anchors_and_the_anchored_diff(project: Path)
 
 
 def test_check_shows_what_a_text_would_be_anchored_to(project: Path) -> None:
-    base = [sys.executable, "-m", "memrouter", "--root", str(project / MEMORIES), "--index-dir", str(project / ".memrouter")]
+    base = [
+        sys.executable,
+        "-m",
+        "memrouter",
+        "--root",
+        str(project / MEMORIES),
+        "--index-dir",
+        str(project / ".memrouter"),
+    ]
     text = "# Fees\n\nThe rate is `billing/tax.py#rate`; see scripts/retry-policy.sh.\n\n```\nold/legacy.py\n```\n"
     done = subprocess.run([*base, "check", "-", "--format", "json"], input=text, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert [a["anchor"] for a in json.loads(done.stdout)["anchors"]] == ["billing/tax.py#rate", "scripts/retry-policy.sh"]
+    assert [a["anchor"] for a in json.loads(done.stdout)["anchors"]] == [
+        "billing/tax.py#rate",
+        "scripts/retry-policy.sh",
+    ]
     shown = subprocess.run([*base, "check", "-"], input=text, capture_output=True, text=True).stdout
     assert "anchors:\n  billing/tax.py#rate (inferred symbol)" in shown
 
