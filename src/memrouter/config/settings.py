@@ -144,7 +144,7 @@ class JanitorConfig:
     unused_days: float = 180.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AnchorsConfig:
     """Anchors: what code memories are about, and what a stale one costs in search (``memrouter.anchors``)."""
 
