@@ -163,7 +163,7 @@ class MemoryService:
         """What a saved memory is tied to (``memrouter verify``, which records its inferred anchors): each anchor
         and, unless fresh, its state; empty when it has none or git cannot say."""
         try:
-            report = self.router.verify([name], diff=False)
+            report = self.router.verify([name], diff=False, refresh=False)  # the save just indexed it
         except MemoryRouterError as exc:
             log.warning("anchors of %s not read: %s", name, exc)
             return []

@@ -47,17 +47,18 @@ __all__ = ["ANCHORED_PATHS", "accept", "preview", "verify"]
 
 def verify(
     ws: Workspace, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False,
-    diff: bool = True,
+    diff: bool = True, refresh: bool = True,
 ) -> VerifyReport:  # fmt: skip
     """The anchored memories (those named, else all) and their state; see the module docstring.
 
     ``since`` (a commit) keeps the memories with an anchor changed by a commit after it; ``staged`` checks
     against the staging area instead of the work tree and keeps the memories the staged changes make stale
-    or broken (the git hook's report).
+    or broken (the git hook's report). ``refresh=False`` reads the index as it stands (a write just updated it).
     """
     started = time.perf_counter()
     wanted = None if names is None else [validate_name(name, strict=False) for name in names]
-    ws.ensure_fresh()
+    if refresh:
+        ws.ensure_fresh()
     rows = ws.index.indexed(lambda: _rows(ws.conn, wanted))
     if wanted is not None:
         missing = sorted(set(wanted) - {row[0] for row in rows})
