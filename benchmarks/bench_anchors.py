@@ -40,6 +40,7 @@ from _common import QUERIES, percentiles
 from memrouter import Router
 from memrouter.config.settings import AnchorsConfig, Config
 from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
+from memrouter.ops.verify import verify
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "ai-agents-1026.json"
 TABLES = ("anchor_cache", "anchor_definitions", "anchor_inferred", "anchor_states")
@@ -91,7 +92,7 @@ def cold(router: Router) -> float:
     conn = router.workspace.conn
     for table in TABLES:
         conn.execute(f"DELETE FROM {table}")
-    return timed(router.verify)
+    return timed(lambda: verify(router.workspace))
 
 
 def main() -> None:
@@ -124,11 +125,11 @@ def main() -> None:
         print(f"verify cold: {', '.join(f'{ms:.0f}' for ms in colds)} ms (median {statistics.median(colds):.0f}; "
               f"target <= 2000) [{load()}]; CPU used (this process and git): "
               f"{', '.join(f'{s:.2f}' for s in used)} s")  # fmt: skip
-        report = router.verify()
+        report = verify(router.workspace)
         describe(report)
         fit(config, args.golden)
         overhead(router, config)
-        warm = [timed(router.verify) for _ in range(args.runs)]
+        warm = [timed(lambda: verify(router.workspace)) for _ in range(args.runs)]
         print(f"verify, nothing changed: {', '.join(f'{ms:.0f}' for ms in warm)} ms [{load()}]")
         after, after_cpu = [], []
         files = sorted(
@@ -146,7 +147,7 @@ def main() -> None:
             git(clone, "add", "--", str(target.relative_to(clone)))
             git(clone, "commit", "-qm", f"bench {run}")
             before = cpu()
-            after.append(timed(router.verify))
+            after.append(timed(lambda: verify(router.workspace)))
             after_cpu.append(cpu() - before)
         print(f"verify after one new commit: {', '.join(f'{ms:.0f}' for ms in after)} ms "
               f"(median {statistics.median(after):.0f}; target <= 200) [{load()}]; CPU used: "

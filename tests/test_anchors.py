@@ -21,7 +21,7 @@ from memrouter.anchors.infer import Known, distinctive, infer_anchors
 from memrouter.anchors.spec import parse_anchor
 from memrouter.anchors.symbols import Parsers
 from memrouter.core.errors import NotFound, Refused
-from memrouter.ops.verify import accept
+from memrouter.ops.verify import accept, verify
 from memrouter.testing.guard_sets import fake
 
 MEMORIES = ".serena/memories"
@@ -117,7 +117,7 @@ def test_every_case_of_the_fixture_has_its_exact_state(project: Path) -> None:
     with open_router(project) as router:
         accept(router.workspace, "checked")  # stamped after the change: fresh again (uncommitted: checked now)
         commit(project, "checked verified", f"{MEMORIES}/checked.md")
-        report = router.verify()
+        report = verify(router.workspace)
     assert states(report) == {
         "total": "stale",  # its function changed
         "subtotal": "fresh",  # only its sibling changed
@@ -187,9 +187,9 @@ def test_accept_stamps_the_head_commit_through_the_write_guard(project: Path) ->
         stamped = accept(router.workspace, "total")
         assert stamped.extra["verified"] == git(project, "rev-parse", "HEAD")
         assert "verified: " in (project / MEMORIES / "total.md").read_text()
-        assert states(router.verify(["total"])) == {"total": "fresh"}
+        assert states(verify(router.workspace, ["total"])) == {"total": "fresh"}
         commit(project, "total checked", f"{MEMORIES}/total.md")
-        assert states(router.verify(["total"])) == {"total": "fresh"}
+        assert states(verify(router.workspace, ["total"])) == {"total": "fresh"}
         memory(
             project, "leaky", f"---\nanchors: [billing/tax.py]\n---\n# Leak\n\ntoken {fake('ghp', random.Random(5))}\n"
         )
@@ -201,9 +201,9 @@ def test_accept_stamps_the_head_commit_through_the_write_guard(project: Path) ->
 
 def test_since_keeps_what_later_commits_made_stale(project: Path) -> None:
     with open_router(project) as router:
-        later = router.verify(since=git(project, "rev-parse", "HEAD~1"))
+        later = verify(router.workspace, since=git(project, "rev-parse", "HEAD~1"))
         assert set(states(later)) == {"slugs", "legacy", "tax"}  # moved and deleted by the last commit; uncommitted
-        assert set(states(router.verify(since="HEAD"))) == {"tax"}
+        assert set(states(verify(router.workspace, since="HEAD"))) == {"tax"}
 
 
 def test_bad_input_gets_a_message_per_anchor_and_nothing_else_fails(project: Path) -> None:
@@ -214,7 +214,7 @@ def test_bad_input_gets_a_message_per_anchor_and_nothing_else_fails(project: Pat
     )  # fmt: skip
     commit(project, "a memory with bad anchors", "assets", MEMORIES)
     with open_router(project) as router:
-        report = router.verify()
+        report = verify(router.workspace)
     bad = next(check for check in report.memories if check.name == "bad")
     notes = {a.written: (a.status, a.note) for a in bad.anchors}
     assert notes["../outside.py"] == ("broken", "'../outside.py' is outside the repository")
@@ -231,30 +231,30 @@ def test_a_folder_without_git_says_so_per_anchor(tmp_path: Path) -> None:
     root.mkdir(parents=True)
     (root / "a.md").write_text("---\nanchors: [src/a.py#f]\n---\n# A\n\ntext\n")
     with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
-        report = router.verify()
+        report = verify(router.workspace)
     assert [(c.name, c.status) for c in report.memories] == [("a", "unknown")]
     assert "not in a git repository" in str(report.memories[0].anchors[0].note)
 
 
 def test_renames_and_new_commits_are_read_incrementally(project: Path) -> None:
     with open_router(project) as router:
-        first = router.verify()
+        first = verify(router.workspace)
         put(project, "billing/invoice.py", INVOICE.replace("return self.amount\n", "return self.amount + 0\n"))
         commit(project, "subtotal changes", "billing/invoice.py")
-        second = router.verify()
+        second = verify(router.workspace)
         assert states(first)["subtotal"] == "fresh" and states(second)["subtotal"] == "stale"
         cached = router.workspace.conn.execute("SELECT count(*) FROM anchor_definitions").fetchone()[0]
         assert cached > 0
     # A fresh index (a fresh clone) knows the same at once.
     (project / ".memrouter" / "index.sqlite").unlink()
     with open_router(project) as router:
-        assert states(router.verify()) == states(second)
+        assert states(verify(router.workspace)) == states(second)
 
 
 def test_search_marks_and_lowers_stale_memories_and_context_labels_them(project: Path) -> None:
     with open_router(project) as router:
         before = {hit.name: hit.score for hit in router.search("rounds", mode="lexical")}
-        router.verify()
+        verify(router.workspace)
         hits = {hit.name: hit for hit in router.search("rounds", mode="lexical")}
         assert set(hits) == set(before)  # still findable
         marks = [m for m in hits["total"].why if m.retriever == "anchors"]
@@ -269,7 +269,7 @@ def test_search_marks_and_lowers_stale_memories_and_context_labels_them(project:
 def test_stale_share_is_the_configured_share(project: Path) -> None:
     (project / "memrouter.toml").write_text("[anchors]\nstale_share = 0\n")
     with open_router(project) as router:
-        router.verify()
+        verify(router.workspace)
         assert router.status()["config"]["anchors"]["stale_share"] == 0.0
         hits = router.search("rounds", mode="lexical")
         assert not [m for hit in hits for m in hit.why if m.retriever == "anchors"]
@@ -278,13 +278,13 @@ def test_stale_share_is_the_configured_share(project: Path) -> None:
 def test_infer_off_leaves_only_front_matter_anchors(project: Path) -> None:
     (project / "memrouter.toml").write_text("[anchors]\ninfer = false\n")
     with open_router(project) as router:
-        found = states(router.verify())
+        found = states(verify(router.workspace))
     assert "retry" not in found and "tax" not in found and "total" in found
 
 
 def test_the_janitor_proposes_stale_memories_for_review(project: Path) -> None:
     with open_router(project) as router:
-        router.verify()
+        verify(router.workspace)
         report = router.janitor(apply=True)
         review = {p.name for p in report.proposals if p.action == "review"}
         assert {"total", "legacy", "retry"} <= review
@@ -368,13 +368,13 @@ def test_a_language_without_a_grammar_is_checked_at_file_level(project: Path) ->
     put(project, "native/calc.kt", "fun add(a: Int) = a + 0\n")
     commit(project, "kotlin changes", "native")
     with open_router(project) as router:
-        found = anchor(router.verify(["kotlin"]), "kotlin")
+        found = anchor(verify(router.workspace, ["kotlin"]), "kotlin")
     assert found["status"] == "stale" and "checked at file level" in str(found["note"])
 
 
 def test_a_cold_lexical_search_loads_no_parser(project: Path, tmp_path: Path) -> None:
     with open_router(project) as router:
-        router.verify()
+        verify(router.workspace)
     argv = [
         "--root",
         str(project / MEMORIES),
@@ -398,7 +398,7 @@ def test_the_hook_reports_what_a_commit_makes_stale(project: Path) -> None:
 
     git(project, "checkout", "--", "billing/tax.py")
     with open_router(project) as router:
-        router.verify()  # writes the anchored paths the hook checks
+        verify(router.workspace)  # writes the anchored paths the hook checks
         install_hook(project / MEMORIES, project / ".memrouter" / QUEUE_FILE, python=sys.executable)
     put(project, "billing/tax.py", "def rate():\n    return 0.3\n\n\ndef region():\n    return 'eu'\n")
     git(project, "add", "billing/tax.py")

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from memrouter.anchors.records import VerifyReport
     from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
     from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
@@ -368,13 +367,6 @@ class Router:
         from memrouter.ops.janitor.run import run_janitor
 
         return run_janitor(self.workspace, apply=apply)
-
-    # -- anchors: the code memories describe, checked against git (memrouter.ops.verify; accept there) --
-    def verify(self, names: Iterable[str] | None = None, **options: Any) -> VerifyReport:
-        """The anchored memories (all without ``names``): fresh, stale or broken; options: since, staged, diff."""
-        from memrouter.ops.verify import verify
-
-        return verify(self.workspace, names, **options)
 
     # -- the review queue, provenance and the audit log (memrouter.ops.review) ----
     def pending(self) -> builtins.list[MemorySummary]:

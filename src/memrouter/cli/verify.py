@@ -45,11 +45,11 @@ def verify(
     stale or broken; 2 on bad input.
     """
     router = state.router()
+    from memrouter.ops import verify as anchored
+
     if accept is not None:
         if names or since or staged:
             raise click.UsageError("--accept NAME takes no other names, --since or --staged")
-        from memrouter.ops import verify as anchored
-
         memory = anchored.accept(router.workspace, accept, actor=state.actor(agent))
         stamp = str(memory.extra.get("verified", ""))
         emit(
@@ -58,7 +58,7 @@ def verify(
             lambda: f"{memory.name}: verified at {stamp[:12]} (front matter written; commit it to share it)",
         )
         return
-    report = router.verify(list(names) or None, since=since, staged=staged)
+    report = anchored.verify(router.workspace, list(names) or None, since=since, staged=staged)
     if fmt == "github":
         click.echo(_github(report, router))
     else:

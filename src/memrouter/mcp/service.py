@@ -163,7 +163,9 @@ class MemoryService:
         """What a saved memory is tied to (``memrouter verify``, which records its inferred anchors): each anchor
         and, unless fresh, its state; empty when it has none or git cannot say."""
         try:
-            report = self.router.verify([name], diff=False, refresh=False)  # the save just indexed it
+            report = anchored.verify(
+                self.router.workspace, [name], diff=False, refresh=False
+            )  # the save just indexed it
         except MemoryRouterError as exc:
             log.warning("anchors of %s not read: %s", name, exc)
             return []
@@ -174,7 +176,7 @@ class MemoryService:
         """The router's status plus what this server adds (global memories, task context); the anchored
         memories' states are brought up to date first (``verify``: only what changed since the last check)."""
         try:
-            self.router.verify(diff=False)
+            anchored.verify(self.router.workspace, diff=False)
         except MemoryRouterError as exc:  # the counts stay as last stored; status never fails for it
             log.warning("anchors not verified for status: %s", exc)
         data = self.router.status()
@@ -193,7 +195,7 @@ class MemoryService:
             stamped = (
                 str(anchored.accept(self.router.workspace, name, actor=_agent()).extra.get("verified") or "") or None
             )
-        report = self.router.verify([name])
+        report = anchored.verify(self.router.workspace, [name])
         found = report.memories[0].to_dict() if report.memories else None
         return {"name": name, "anchored": found is not None, "memory": found, "accepted": stamped,
                 "head": report.head, "notes": list(report.notes)}  # fmt: skip
@@ -202,7 +204,7 @@ class MemoryService:
         """The stale and broken memories (broken first, then the most recently changed), with why; no diffs."""
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
             raise InvalidInput("limit must be a whole number from 1 to 200")
-        report = self.router.verify(diff=False)
+        report = anchored.verify(self.router.workspace, diff=False)
         failing = sorted(
             report.failing, key=lambda m: (m.status != "broken", m.ago if m.ago is not None else -1, m.name)
         )

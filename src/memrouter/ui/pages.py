@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import CHANNELS, MODES, STATUSES, Memory, Relation
+from memrouter.ops.verify import verify
 from memrouter.ui.graphview import MAX_OPEN, Drawing, build
 from memrouter.ui.params import field, fields, whole_number
 from memrouter.ui.render import diff_lines
@@ -112,7 +113,7 @@ def memory(ui: UiContext, request: Request) -> Response:
 def _anchors(ui: UiContext, name: str) -> tuple[Any, str | None]:
     """The memory's anchors checked against the code now (``memrouter verify``), or why they could not be."""
     try:
-        report = ui.router.verify([name])
+        report = verify(ui.router.workspace, [name])
     except MemoryRouterError as exc:
         return None, f"anchors not checked: {exc}"
     return (report.memories[0] if report.memories else None), None
