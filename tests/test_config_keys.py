@@ -253,12 +253,18 @@ def test_context_margin_decides_how_much_of_the_budget_is_kept_free(memories: Pa
 
 
 def test_embed_background_decides_whether_the_server_embeds_in_the_background(memories: Path, tmp_path: Path) -> None:
+    import threading
+
+    from memrouter.mcp.activity import Activity
     from memrouter.mcp.serve import _warm
 
     for background in (True, False):
         configured(memories, f'[embed]\nmodel = "hash"\nbackground = {str(background).lower()}\n')
         with open_router(memories, tmp_path / str(background)) as router:
-            _warm(router)  # what `memrouter serve` runs at start
+            activity = Activity()
+            activity.arrived()
+            activity.answered()  # the server's first answer: background work starts once it is quiet
+            _warm(router, activity, threading.Event())  # what `memrouter serve` runs at start
             assert (router.status()["dense"]["background"] is not None) is background
             assert router.status()["config"]["embed_background"] is background
     configured(memories, '[embed]\nbackground = "yes"\n')
