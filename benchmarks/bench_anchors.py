@@ -32,13 +32,13 @@ import statistics
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from _common import QUERIES, percentiles
 
 from memrouter import Router
 from memrouter.config.settings import AnchorsConfig, Config
+from memrouter.core.records import replace
 from memrouter.ops.evaluation import load_golden, recall_at, reciprocal_rank
 from memrouter.ops.verify import verify
 
