@@ -77,6 +77,7 @@ WRITES: dict[str, Callable[[Router, Path], Any]] = {
         _service(r).verify_memory("leak", accept=True),
     ),
     "Lifecycle.retire": lambda r, root: r.lifecycle.retire("pool", reason=f"unused, see {SECRET}"),
+    "Router.accept": lambda r, root: (_hand_written(root, "leak", f"token {SECRET}\n"), r.accept("leak")),
 }
 
 # Public methods that store no new memory text, and why.
@@ -100,6 +101,7 @@ NOT_WRITING: dict[str, str] = {
             "get",
             "list",
             "names",
+            "verify",
             "status",
             "backends",
             "backend",

@@ -1,11 +1,8 @@
 """The Router: the library's one entry point, a facade over the use cases in ``memrouter.ops``.
 
-It holds no logic of its own: it opens a ``Workspace`` (the files, the
-index, what searches read, the clock) and passes each call to the use case
-that does it. The use cases never see the Router. A search loads only what
-a search needs: every other use case is imported by its method on first
-call (the measured fast path of a cold ``memrouter search``).
-See ``docs/architecture.md``.
+It holds no logic: it opens a ``Workspace`` (the files, the index, what searches read, the clock) and
+passes each call to the use case that does it, which never sees the Router. Every use case but search is
+imported on its first call (the measured fast path of a cold ``memrouter search``; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -23,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from memrouter.anchors.records import VerifyReport
     from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
     from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
@@ -303,12 +301,8 @@ class Router:
         self, name: str, needle: str, repl: str, *, mode: str = "literal", allow_multiple_occurrences: bool = False,
         actor: str | None = None, verbatim: bool = False,
     ) -> tuple[Memory, int]:  # fmt: skip
-        """Replace ``needle`` with ``repl`` in a memory file; returns the new memory and the count.
-
-        ``mode`` is ``literal`` or ``regex`` (MULTILINE and DOTALL); no match,
-        or several without ``allow_multiple_occurrences``, changes nothing
-        and raises ``InvalidInput`` (see ``memrouter.store.edit``). The result passes the write guard (``save``).
-        """
+        """Replace ``needle`` with ``repl`` (``mode``: ``literal`` or ``regex``) in a memory file through the write
+        guard; the new memory and the count (``memrouter.store.edit``)."""
         from memrouter.ops.writes import edit
 
         return edit(
@@ -317,8 +311,7 @@ class Router:
         )  # fmt: skip
 
     def rename(self, old: str, new: str, *, actor: str | None = None) -> tuple[Memory, tuple[str, ...]]:
-        """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references in every memory: the moved
-        memory and the names of those rewritten. ``Conflict`` if ``new`` already exists."""
+        """Move memory ``old`` to ``new`` and rewrite ``mem:<old>`` references everywhere (``memrouter.ops.renaming``)."""
         from memrouter.ops.renaming import rename
 
         return rename(self.workspace, old, new, actor=actor)
@@ -336,8 +329,7 @@ class Router:
         self, name: str, to: str = "long_term", reason: str = "", *, target: str | None = None, merge: bool = False,
         expected_hash: str | None = None,
     ) -> Promotion:  # fmt: skip
-        """Make sprint memory ``name`` long-term (with provenance); a duplicate is a ``Conflict`` unless ``merge``,
-        and so is a memory no longer at ``expected_hash``."""
+        """Make sprint memory ``name`` long-term (``Lifecycle.promote``)."""
         return self.lifecycle.promote(
             name, to=to, reason=reason, target=target, merge=merge, expected_hash=expected_hash
         )
@@ -367,6 +359,22 @@ class Router:
         from memrouter.ops.janitor.run import run_janitor
 
         return run_janitor(self.workspace, apply=apply)
+
+    # -- code anchors (memrouter.ops.verify) ----------------------------------------
+    def verify(
+        self, names: Iterable[str] | None = None, *, since: str | None = None, staged: bool = False, diff: bool = True
+    ) -> VerifyReport:
+        """The anchored memories (those named, else all) and whether the code they name changed since they were
+        written or verified: fresh, stale, moved or broken (``memrouter.ops.verify``)."""
+        from memrouter.ops.verify import verify
+
+        return verify(self.workspace, names, since=since, staged=staged, diff=diff)
+
+    def accept(self, name: str, *, actor: str | None = None) -> Memory:
+        """Stamp ``verified: <commit>`` on memory ``name``, through the write guard: it is fresh again."""
+        from memrouter.ops.verify import accept
+
+        return accept(self.workspace, name, actor=actor)
 
     # -- the review queue, provenance and the audit log (memrouter.ops.review) ----
     def pending(self) -> builtins.list[MemorySummary]:
@@ -444,8 +452,7 @@ class Router:
 
     # -- external memory services (memrouter.ops.external) -------------------------
     def backends(self) -> dict[str, Any]:
-        """The configured external backends that could be built, by name; one that cannot (not installed,
-        bad settings) is left out and its error shown by ``status``. Nothing connects here."""
+        """The configured external backends that could be built, by name (``memrouter.ops.external``)."""
         from memrouter.ops.external import backends
 
         return backends(self.workspace)
@@ -465,23 +472,20 @@ class Router:
     def sync(
         self, *, backend: str | None = None, changes: str = "all", dry_run: bool = False, force: bool = False
     ) -> builtins.list[Any]:
-        """Sync the canonical memories one way to the backends; one ``SyncReport`` per backend. ``changes``:
-        ``"all"``, ``"staged"`` (``git diff --cached`` under the memories root) or ``"queue"`` (what the
-        pre-commit hook queued). The rules: ``memrouter.external.sync.engine``."""
+        """Sync the memories one way to the backends (``changes``: ``all``, ``staged`` or ``queue``); one report
+        per backend (``memrouter.external.sync.engine``)."""
         from memrouter.ops.external import sync
 
         return sync(self.workspace, backend=backend, changes=changes, dry_run=dry_run, force=force)
 
     def sync_states(self, name: str, content_hash: str) -> builtins.list[tuple[str, str, str]]:
-        """(backend, state, why) of one memory, whose text has ``content_hash``, on each backend that syncs:
-        ``validate``'s rule for one memory, one row read per backend, no refresh and no remote call."""
+        """(backend, state, why) of one memory on each backend that syncs (``validate``'s rule, no remote call)."""
         from memrouter.ops.external import sync_states
 
         return sync_states(self.workspace, name, content_hash)
 
     def validate(self, *, backend: str | None = None, check_remote: bool = False) -> builtins.list[FreshnessReport]:
-        """The freshness report per backend (``memrouter.external.sync.validate``): local state only unless
-        ``check_remote``."""
+        """The freshness report per backend (``memrouter.external.sync.validate``)."""
         from memrouter.ops.external import validate
 
         return validate(self.workspace, backend=backend, check_remote=check_remote)
