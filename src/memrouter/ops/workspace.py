@@ -92,11 +92,16 @@ class Workspace:
         """The freshness step before a read: the local index follows the files (``IndexKeeper.ensure_fresh``;
         ``embedded``: its vectors too, ``IndexKeeper.ensure_embedded``), then a copy of it (PostgreSQL)
         follows the local index. Reads themselves never write."""
+        self.index.indexed(lambda: self._fresh(embedded))
+
+    def _fresh(self, embedded: bool) -> None:
+        # One unit of work for ``indexed``: when the push finds the local index damaged, the repair's retry
+        # rebuilds it from the files before anything is pushed, never pushing an empty index.
         self.index.ensure_fresh()
         if embedded:
             self.index.ensure_embedded()
         if self.mirror is not None:
-            self.index.indexed(self.mirror.sync)
+            self.mirror.sync()
 
     @property
     def conn(self) -> IndexConnection:
