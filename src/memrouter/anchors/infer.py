@@ -62,11 +62,14 @@ class Known:
     definitions: Callable[[str], list[tuple[str, str]]]
 
 
+_NEWLINE = re.compile("\n")
+
+
 def spans(text: str) -> Iterable[tuple[int, str, str]]:
     """(line number, where, token) of what may name a file or symbol: ``code``, ``link`` or ``plain``;
     fenced blocks are skipped. The patterns run over whole stretches of text between fences (in C), and line
     numbers are counted only for what they find."""
-    starts = [0, *(at + 1 for at, char in enumerate(text) if char == "\n")] if "\n" in text else [0]
+    starts = [0, *(found.end() for found in _NEWLINE.finditer(text))]
     for offset, stretch in _outside_fences(text):
         found: list[tuple[int, str, str]] = []
         if "`" in stretch:
