@@ -39,6 +39,7 @@ __all__ = [
     "CONFIG_FILE",
     "STATE_DIR",
     "KNOWN_KEYS",
+    "DEFAULT_GLOBS",
     "redacted_url",
 ]
 
@@ -46,10 +47,12 @@ CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
 RETRIEVERS = ("lexical", "dense", "graph")
+# ``[sources] globs`` by default: what agents and people already wrote down in a repository.
+DEFAULT_GLOBS = ("CLAUDE.md", "AGENTS.md", ".cursor/rules/**", "docs/adr/**")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "sources"),
     "search": (
         "mode",
         "limit",
@@ -69,6 +72,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days"),
     "context": ("margin",),
+    "sources": ("globs",),
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
 }
@@ -169,6 +173,8 @@ class Config:
     embed_background: bool = True
     claude_flow: dict[str, Any] | None = None
     """``[team.claude_flow]`` as written; ``memrouter.team.bridge`` reads it."""
+    # ``[sources] globs``: the repository's files read in place as read-only memories (``memrouter.store.sources``).
+    sources: tuple[str, ...] = DEFAULT_GLOBS
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -197,6 +203,7 @@ class Config:
                 "workflow_idle_days": self.janitor.workflow_idle_days,
             },
             "context": {"margin": self.context.margin},
+            "sources": list(self.sources),
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -279,7 +286,7 @@ class Config:
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})), background,
-            bridge,
+            bridge, _sources(settings.get("sources", {})),
         )  # fmt: skip
 
 
@@ -442,6 +449,18 @@ def _janitor_config(section: Any) -> JanitorConfig:
             "[janitor] decay must be between 0 and 1, stale_days and workflow_idle_days between 0 and 36500"
         )
     return JanitorConfig(decay, stale_days, idle_days)
+
+
+def _sources(section: Any) -> tuple[str, ...]:
+    """``[sources] globs``: repository paths and globs (``**`` any depth); ``[]`` reads no source file."""
+    if not isinstance(section, dict):
+        raise ConfigError("[sources] must be a table")
+    globs = section.get("globs", list(DEFAULT_GLOBS))
+    if not isinstance(globs, list) or not all(isinstance(g, str) and g.strip() for g in globs):
+        raise ConfigError('[sources] globs must be a list of paths or globs, such as ["CLAUDE.md", "docs/adr/**"]')
+    if any(g.strip().startswith("/") or ".." in g.split("/") for g in globs):
+        raise ConfigError("[sources] globs are paths inside the repository (no leading / and no ..)")
+    return tuple(g.strip() for g in globs)
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:
