@@ -46,7 +46,7 @@ for command in (
     memories.index, memories.search, memories.get, memories.history, memories.list_, memories.save, memories.delete, memories.status, guard.check,
     services.serve, quality.doctor, quality.eval_, services.sync, services.validate, services.hook,
     services.embed_serve, team.team, graph.graph, channels.sprint, channels.promote, channels.invalidate,
-    context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui, adopt.init,
+    context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui, adopt.init, adopt.import_, adopt.export,
 ):  # fmt: skip
     main.add_command(command)
 team.team.add_command(team_bridge.sync)

@@ -45,6 +45,7 @@ __all__ = [
     "launcher",
     "plan_init",
     "server_entry",
+    "write_files",
 ]
 
 CLIENTS = ("claude-code", "cursor", "codex", "vscode")
@@ -265,8 +266,13 @@ def plan_init(project: Path, clients: Iterable[str], command: Sequence[str]) -> 
 
 
 def apply(project: Path, changes: Iterable[FileChange]) -> None:
-    """Create the memories folder and write each changed file atomically (a temporary file, then a rename)."""
+    """Create the memories folder and write each changed file (``write_files``)."""
     (project / MEMORIES).mkdir(parents=True, exist_ok=True)
+    write_files(changes)
+
+
+def write_files(changes: Iterable[FileChange]) -> None:
+    """Write each changed file atomically (a temporary file beside it, flushed, then a rename), keeping its mode."""
     for change in changes:
         if not change.changed:
             continue
