@@ -169,3 +169,14 @@ def test_a_root_outside_a_repository_reads_no_sources_and_a_memory_file_cannot_t
     (loose / "a.md").write_text("# A\n\nalpha\n")
     with Router.open(root=loose, index_dir=tmp_path / "idx") as router:
         assert [item.name for item in router.list()] == ["a"]
+
+
+def test_the_janitor_never_retires_a_source_section(tmp_path: Path) -> None:
+    project = repository(tmp_path)
+    section = "## Build and test\n\nRun `make test`; the flaky port tests need `PORT_BASE=9000`.\n"
+    (project / ".serena" / "memories" / "build.md").write_text(section)  # an exact copy, written by hand
+    with opened(project) as router:
+        report = router.janitor(apply=True)
+        retired = [p.name for p in report.proposals if p.applied]
+        assert not any("#" in name for name in retired)
+    assert (project / "CLAUDE.md").read_text() == CLAUDE
