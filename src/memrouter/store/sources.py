@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrouter.config.settings import DEFAULT_GLOBS
 from memrouter.core.errors import InvalidInput, NotFound
 from memrouter.core.model import Memory
+from memrouter.core.records import record
 
 __all__ = [
     "SUFFIXES",
@@ -45,7 +44,7 @@ SUFFIXES = (".md", ".mdc", ".markdown")
 SPLIT_LEVEL = 2  # sections start at headings of this level or above
 MAX_SOURCE_BYTES = 2 * 1024 * 1024
 _MARKS = tuple(f"{suffix}#" for suffix in SUFFIXES)
-_MARKED = re.compile(r"<!-- memrouter:([a-z-]+) start -->\n.*?<!-- memrouter:\1 end -->\n?", re.S)
+_MARKED = r"<!-- memrouter:([a-z-]+) start -->\n.*?<!-- memrouter:\1 end -->\n?"  # compiled when a file is split
 
 
 def is_source_name(name: str) -> bool:
@@ -93,7 +92,7 @@ def _pattern(glob: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SourceFile:
     """One source file as a scan sees it."""
 
@@ -103,17 +102,15 @@ class SourceFile:
     size: int
 
 
-@dataclass(slots=True)
 class SourceFiles:
     """The source files of one repository (``project``), matched by ``globs``, never under ``exclude``."""
 
-    project: Path
-    globs: tuple[str, ...] = DEFAULT_GLOBS
-    exclude: tuple[Path, ...] = ()
-    _patterns: list[tuple[str, re.Pattern[str], bool]] = field(default_factory=list, init=False)
-
-    def __post_init__(self) -> None:
-        for glob in self.globs:
+    def __init__(self, project: Path, globs: tuple[str, ...], exclude: tuple[Path, ...] = ()) -> None:
+        self.project = project
+        self.globs = globs
+        self.exclude = exclude
+        self._patterns: list[tuple[str, re.Pattern[str], bool]] = []
+        for glob in globs:
             glob = glob.strip().lstrip("/")
             if not glob or ".." in glob.split("/"):
                 raise InvalidInput(f"[sources] glob {glob!r} must be a path inside the repository")
@@ -191,7 +188,7 @@ class SourceFiles:
 
         parsed = frontmatter.parse(text)
         extra = {str(key): value for key, value in parsed.data.items()}
-        cleaned = _MARKED.sub("", text)
+        cleaned = re.sub(_MARKED, "", text, flags=re.S)
         cuts: list[tuple[int, str | None]] = []
         document_title: str | None = None
         body_start = 0
