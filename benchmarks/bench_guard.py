@@ -4,6 +4,9 @@
 
 - recall on tests/data/guard/secrets.md (fake secrets, every kind, in prose,
   code, YAML and URLs; filled with fresh fakes under several seeds);
+- recall on generated passwords of letters alone (no digit) in YAML and .env
+  shapes, and how many CamelCase words of the clean set assigned to
+  ``password:`` are refused;
 - false positives (refused) on the clean set: every file of
   ../shared/corpora and every LoCoMo turn, each listed with its reasons;
 - precision and recall of "pending" on tests/data/guard/notes.md (agent notes
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sys
 import tempfile
 import time
@@ -25,7 +29,7 @@ from pathlib import Path
 from _common import percentiles
 
 from memrouter.guard import check
-from memrouter.testing.guard_sets import load_cases
+from memrouter.testing.guard_sets import fake, load_cases
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 SEEDS = 10
@@ -47,6 +51,27 @@ def secret_recall() -> None:
     print(f"secrets: {cases} cases x {SEEDS} fills: recall {found}/{total} = {found / total:.1%}")
     for item in missed[:20]:
         print(f"  missed: {item}")
+
+
+def letter_passwords() -> None:
+    """Generated passwords with no digit (20 random letters), assigned in YAML and .env shapes; and the
+    CamelCase words of the clean corpora assigned the same way (a name is not a password)."""
+    rng = random.Random(35)
+    shapes = ('password: "{}"', "db_password: '{}'", 'DB_PASSWORD="{}"', "SMTP_PASSWORD={}")
+    draws = [fake("letters", rng) for _ in range(500)]
+    found = sum(check(shape.format(value)).refused for value in draws for shape in shapes)
+    total = len(draws) * len(shapes)
+    print(
+        f"letters-only passwords: {len(draws)} draws x {len(shapes)} shapes: recall {found}/{total} = {found / total:.1%}"
+    )
+    names = sorted(
+        {word for _, text in clean_texts() for word in re.findall(r"\b[A-Za-z]{12,}\b", text)
+         if not word.islower() and not word.isupper() and not word.istitle()}
+    )  # fmt: skip
+    refused = [name for name in names if check(f'password: "{name}"').refused]
+    print(f"  CamelCase words of the clean set assigned to password: {len(refused)}/{len(names)} refused")
+    for name in refused[:10]:
+        print(f"    {name}")
 
 
 def clean_texts() -> list[tuple[str, str]]:
@@ -187,6 +212,9 @@ def _unguarded(index: object, name: str, text: str, **_: object) -> tuple[str, N
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["recall", "clean", "notes", "overhead"]
+    parts = sys.argv[1:] or ["recall", "letters", "clean", "notes", "overhead"]
     for part in parts:
-        {"recall": secret_recall, "clean": false_positives, "notes": pending_quality, "overhead": overhead}[part]()
+        {
+            "recall": secret_recall, "letters": letter_passwords, "clean": false_positives, "notes": pending_quality,
+            "overhead": overhead,
+        }[part]()  # fmt: skip

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from memrouter.core.errors import Refused
+from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound, Refused
 from memrouter.mcp.service import MemoryService
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.ops.scratch import Scratchpad
@@ -215,3 +215,41 @@ def test_each_write_path_refuses_a_secret(project: tuple[Router, Path], path: st
     assert [item for item in after_indexed if item[0] not in SETUP_NAMES] == indexed
     router.refresh()
     assert {hit.name for hit in router.search(SECRET, mode="lexical")} <= SETUP_NAMES
+
+
+# path -> a call that tries to change the read-only source section SECTION (a part of the repository's CLAUDE.md)
+SECTION = "CLAUDE.md#build"
+ON_SOURCES: dict[str, Callable[[Router], Any]] = {
+    "Router.save": lambda r: r.save("# Build\n\nchanged\n", SECTION),
+    "Router.edit": lambda r: r.edit(SECTION, "make test", "make check"),
+    "Router.delete": lambda r: r.delete(SECTION),
+    "Router.rename": lambda r: r.rename(SECTION, "build"),
+    "Router.promote": lambda r: r.promote(SECTION, reason="kept"),
+    "Router.archive": lambda r: r.archive(SECTION),
+    "Router.invalidate": lambda r: r.invalidate(SECTION, reason="old"),
+    "Router.approve": lambda r: r.approve(SECTION, actor="user:bo"),
+    "Router.reject": lambda r: r.reject(SECTION, actor="user:bo", reason="no"),
+    "MemoryService.write_memory": lambda r: _service(r).write_memory(SECTION, "changed\n"),
+    "MemoryService.edit_memory": lambda r: _service(r).edit_memory(SECTION, "make", "run", "literal"),
+    "MemoryService.rename_memory": lambda r: _service(r).rename_memory(SECTION, "build"),
+    "MemoryService.delete_memory": lambda r: _service(r).delete_memory(SECTION),
+}
+
+
+@pytest.mark.parametrize("path", sorted(ON_SOURCES))
+def test_no_write_path_changes_a_read_only_source_section(project: tuple[Router, Path], path: str) -> None:
+    router, root = project
+    claude = root.parent.parent / "CLAUDE.md"
+    claude.write_text("# App\n\n## Build\n\nRun make test before you push.\n")
+    router.refresh()
+    assert router.get(SECTION).source == "CLAUDE.md#Build"
+    files, indexed, _ = _state(router, root)
+    try:
+        result = ON_SOURCES[path](router)
+    except MemoryRouterError as exc:
+        assert isinstance(exc, (InvalidInput, NotFound)), exc
+    else:  # Serena's tools answer with an error text instead of raising
+        assert isinstance(result, str) and "read-only" in result, result
+    assert claude.read_text() == "# App\n\n## Build\n\nRun make test before you push.\n"
+    assert _state(router, root)[:2] == (files, indexed)
+    assert router.get(SECTION).text == "## Build\n\nRun make test before you push.\n"

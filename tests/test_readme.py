@@ -117,7 +117,9 @@ def test_every_command_line_uses_real_options(where: str, words: list[str]) -> N
             assert option in done.stdout, f"{where}: {option} is not an option of memrouter {' '.join(command)}"
 
 
-@pytest.mark.parametrize("block", [b for b in blocks("toml") if not b.text.startswith(PROJECTS_FILE)], ids=str)
+@pytest.mark.parametrize(
+    "block", [b for b in blocks("toml") if not b.text.startswith((PROJECTS_FILE, "# .codex/"))], ids=str
+)
 def test_configuration_examples_load(block: Block, tmp_path: Path) -> None:
     from memrouter.config.settings import Config
     from memrouter.external.backends.configured import backend_settings

@@ -40,6 +40,7 @@ __all__ = [
     "CONFIG_FILE",
     "STATE_DIR",
     "KNOWN_KEYS",
+    "DEFAULT_GLOBS",
     "redacted_url",
 ]
 
@@ -47,10 +48,12 @@ CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
 RETRIEVERS = ("lexical", "dense", "graph")
+# ``[sources] globs`` by default: what agents and people already wrote down in a repository.
+DEFAULT_GLOBS = ("CLAUDE.md", "AGENTS.md", ".cursor/rules/**", "docs/adr/**")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors", "sources"),
     "search": (
         "mode",
         "limit",
@@ -71,6 +74,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
     "anchors": ("infer", "stale_share"),
     "context": ("margin",),
+    "sources": ("globs",),
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
 }
@@ -185,6 +189,8 @@ class Config:
     embed_background: bool = True
     claude_flow: dict[str, Any] | None = None
     """``[team.claude_flow]`` as written; ``memrouter.team.bridge`` reads it."""
+    # ``[sources] globs``: the repository's files read in place as read-only memories (``memrouter.store.sources``).
+    sources: tuple[str, ...] = DEFAULT_GLOBS
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -215,6 +221,7 @@ class Config:
             },
             "anchors": {"infer": self.anchors.infer, "stale_share": self.anchors.stale_share},
             "context": {"margin": self.context.margin},
+            "sources": list(self.sources),
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -297,7 +304,7 @@ class Config:
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
-            _anchors_config(settings.get("anchors", {})), background, bridge,
+            _anchors_config(settings.get("anchors", {})), background, bridge, _sources(settings.get("sources", {})),
         )  # fmt: skip
 
 
@@ -474,6 +481,18 @@ def _anchors_config(section: Any) -> AnchorsConfig:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ConfigError(f"[anchors] stale_share must be a number from 0 to 1 (0: no lowering), got {share!r}")
     return AnchorsConfig(infer, float(share))
+
+
+def _sources(section: Any) -> tuple[str, ...]:
+    """``[sources] globs``: repository paths and globs (``**`` any depth); ``[]`` reads no source file."""
+    if not isinstance(section, dict):
+        raise ConfigError("[sources] must be a table")
+    globs = section.get("globs", list(DEFAULT_GLOBS))
+    if not isinstance(globs, list) or not all(isinstance(g, str) and g.strip() for g in globs):
+        raise ConfigError('[sources] globs must be a list of paths or globs, such as ["CLAUDE.md", "docs/adr/**"]')
+    if any(g.strip().startswith("/") or ".." in g.split("/") for g in globs):
+        raise ConfigError("[sources] globs are paths inside the repository (no leading / and no ..)")
+    return tuple(g.strip() for g in globs)
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

@@ -98,6 +98,16 @@ AWS_SECRET_WINDOW = 400
 # A value that looks random: at least this many bits of entropy per character.
 MIN_ENTROPY = 3.0
 SHORT_ENTROPY_SHARE = 0.7
+# A password or secret key's value of letters alone (no digit) counts when it is at least MIN_LETTERS long,
+# changes case at least every CASE_RUN letters on average, holds few vowels or lone lower-case letters, and
+# less than WORDY_SHARE of it is word-like pieces (``_random_letters``; benchmarks/bench_guard.py measures it).
+MIN_LETTERS = 12
+CASE_RUN = 4
+FEW_VOWELS = 0.35
+MANY_VOWELS = 0.5
+WORDY_SHARE = 0.8
+_PASSWORD_KEY = r"passw(?:or)?d|pwd|passphrase|secret"
+_CAMEL_PIECE = r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])"
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +163,35 @@ def looks_random(value: str) -> bool:
     return classes >= 2 and any(not c.isalpha() for c in value) and _entropy(value) >= wanted
 
 
+def _random_letters(value: str) -> bool:
+    """Whether ``value``, letters only, reads as drawn at random (``CFkfjVMuVBVKMLtGzrCM``).
+
+    A random draw changes case every two letters on average, holds vowels at 10 in 52 or leaves lone
+    lower-case letters, and falls apart into short pieces; words and CamelCase names (``MinimumLengthTwelve``)
+    run in long stretches of one case, hold vowels at about two in five, and are mostly made of
+    pieces of three letters or more that hold a vowel.
+    """
+    if len(value) < MIN_LETTERS or not value.isascii() or not value.isalpha() or is_placeholder(value):
+        return False
+    changes = sum(1 for a, b in zip(value, value[1:], strict=False) if a.isupper() != b.isupper())
+    if changes < 3 or changes * CASE_RUN < len(value):
+        return False
+    vowels = sum(1 for c in value.lower() if c in "aeiou")
+    lone = sum(1 for run in re.findall(r"[a-z]+", value) if len(run) == 1)
+    if not (vowels <= FEW_VOWELS * len(value) or lone >= 2) or vowels > MANY_VOWELS * len(value):
+        return False
+    pieces = re.findall(_CAMEL_PIECE, value)
+    wordy = sum(len(piece) for piece in pieces if len(piece) >= 3 and re.search("[aeiouy]", piece, re.IGNORECASE))
+    return wordy < WORDY_SHARE * len(value)
+
+
+def _password_value(match: re.Match[str]) -> str | None:
+    """The value a password or secret key is assigned in ``match`` (a ``secret_assignment``), else None."""
+    value = match.group(1) or match.group(2)
+    key = match.group()[: match.start(1 if match.group(1) else 2) - match.start()]
+    return value if re.search(_PASSWORD_KEY, key.lower()) else None
+
+
 def _mixed(value: str) -> bool:
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and _entropy(value) >= MIN_ENTROPY
 
@@ -168,7 +207,9 @@ def _accepts(kind: str, match: re.Match[str], text: str) -> bool:
         "openai_key": lambda: _mixed(re.sub(r"^sk-(?:proj-|svcacct-|admin-)?", "", match.group())),
         "aws_access_key": lambda: _aws_secret_near(text, match.start(), match.end()),
         "url_password": lambda: not is_placeholder(match.group(1)) and not match.group(1).startswith(("$", "%")),
-        "secret_assignment": lambda: looks_random(match.group(1) or match.group(2)),
+        "secret_assignment": lambda: (
+            looks_random(match.group(1) or match.group(2)) or _random_letters(_password_value(match) or "")
+        ),
     }
     check = checks.get(kind)
     return True if check is None else check()

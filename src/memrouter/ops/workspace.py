@@ -25,6 +25,7 @@ from memrouter.index.search import SearchPipeline
 from memrouter.index.sqlite.keeper import IndexKeeper
 from memrouter.index.sqlite.reader import SqliteReader
 from memrouter.store.files import MemoryStore
+from memrouter.store.sources import SourceFiles
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ class Workspace:
         self.clock = clock or time.time  # "now" for validity and sprints (seconds since the epoch)
         existing = next((p for p in (config.root, *config.root.parents) if p.exists()), config.root)
         readonly = not os.access(existing, os.W_OK)  # a root not made yet is made by the first write
-        self.store = MemoryStore(config.root, readonly=readonly)
+        sources = None
+        if config.project_dir is not None and config.sources:
+            sources = SourceFiles(config.project_dir, config.sources, exclude=(config.root, config.index_dir))
+        self.store = MemoryStore(config.root, readonly=readonly, sources=sources)
         self._audit: MemoryAudit | None = None
         self.store.observer = self._audited  # every change the store makes is logged (``memrouter.ops.audit``)
         self.lock = RLock()

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import Memory
-from memrouter.core.names import SUFFIX, name_for_path, path_for_name, validate_name
+from memrouter.core.names import SUFFIX, name_for_path, normalize_name, path_for_name, validate_name
 from memrouter.core.records import record, replace
+from memrouter.store.sources import SourceFiles, is_source_name, read_section, refuse_read_only
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -93,9 +94,10 @@ def read_regular(path: str | Path) -> bytes:
 class MemoryStore:
     """The memories root on disk: scan, read, write and delete memory files."""
 
-    def __init__(self, root: Path, *, readonly: bool = False) -> None:
+    def __init__(self, root: Path, *, readonly: bool = False, sources: SourceFiles | None = None) -> None:
         self.root = root
         self.readonly = readonly
+        self.sources = sources  # the repository's files, read in place as read-only memories
         # Files named ``*.md.md`` (no name reaches them: ``x.md`` means ``x``) and
         # temporary files of an older memrouter, seen by the last scan.
         self.misnamed: list[str] = []
@@ -154,8 +156,8 @@ class MemoryStore:
                     stat = entry.stat()
                 except (OSError, RuntimeError):  # RuntimeError: a symbolic link loop (pathlib)
                     continue
-                if entry_name.endswith(SUFFIX + SUFFIX):
-                    misnamed.append(prefix + entry_name)
+                if entry_name.endswith(SUFFIX + SUFFIX) or ("#" in entry_name and is_source_name(entry_name)):
+                    misnamed.append(prefix + entry_name)  # a name no memory file may have (a source section's)
                     continue
                 found.append((prefix + entry_name[:-3], entry.path, stat.st_mtime_ns, stat.st_size))
         self.misnamed = misnamed
@@ -187,8 +189,10 @@ class MemoryStore:
             raise MemoryRouterError(f"cannot read memory {name!r}: {exc.strerror or exc}") from exc
 
     def read(self, name: str) -> Memory:
-        """The memory named ``name``, parsed; ``NotFound`` if there is no such file."""
+        """The memory named ``name``, parsed; ``NotFound`` if there is no such file (or source section)."""
         name = validate_name(name, strict=False)
+        if is_source_name(name):
+            return read_section(self.sources, name)
         raw = self.read_bytes(name)
         return self.parse_bytes(name, self.path_for(name), raw)
 
@@ -225,7 +229,10 @@ class MemoryStore:
         Locks are taken in sorted order (no deadlock between two writers of
         the same pair) and are re-entrant within this store, so a caller may
         hold a memory's lock around several writes and its index update.
+        Every write path takes its names' locks first: a source section is refused here, before any change.
         """
+        for name in names:
+            refuse_read_only(name)
         return _MemoryLocks(self, sorted(set(names)))
 
     def _acquire(self, name: str) -> bool:
@@ -284,7 +291,8 @@ class MemoryStore:
         return folder
 
     # -- writing -----------------------------------------------------------
-    def _check_writable(self) -> None:
+    def _check_writable(self, name: str) -> None:
+        refuse_read_only(normalize_name(name))
         if self.readonly:
             raise InvalidInput(f"the memories root {self.root} is read-only")
 
@@ -296,7 +304,7 @@ class MemoryStore:
         happen under the memory's lock. ``record`` admits a reserved name
         outside the strict alphabet (a sprint's ``_sprint`` record).
         """
-        self._check_writable()
+        self._check_writable(name)
         from memrouter.store.compose import check_content
 
         check_content(text)
@@ -330,7 +338,7 @@ class MemoryStore:
 
     def delete(self, name: str, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and return what it held (for the caller's records)."""
-        self._check_writable()
+        self._check_writable(name)
         name = validate_name(name, strict=False)
         self.read_bytes(name)  # NotFound before any lock file is made
         with self.lock(name):

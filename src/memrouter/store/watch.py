@@ -18,6 +18,7 @@ from memrouter.core.lazylog import LazyLogger
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = ["ChangeWatcher"]
@@ -45,8 +46,10 @@ _IN_CLOEXEC = os.O_CLOEXEC
 class ChangeWatcher:
     """Watches every folder under a root; ``changed()`` says whether anything moved."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, also: Iterable[tuple[Path, bool]] = ()) -> None:
+        """``also``: more folders to watch (the source files' folders), each with its subfolders or alone."""
         self.root = root
+        self.also = list(also)
         self._fd = -1
         self._watched: set[str] = set()
         self._libc: Any = None  # ctypes.CDLL, imported only where inotify exists
@@ -81,6 +84,13 @@ class ChangeWatcher:
         for current, dirs, _files in os.walk(self.root):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
             folders.extend(os.path.join(current, d) for d in dirs)
+        for extra, deep in self.also:
+            if not extra.is_dir():
+                continue  # made later: the next change seen adds it (watch_tree runs again)
+            folders.append(str(extra))
+            for current, dirs, _files in os.walk(extra) if deep else ():
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                folders.extend(os.path.join(current, d) for d in dirs)
         # Adding a watch that exists is cheap and idempotent, and re-adding
         # covers folders deleted and created again under the same path.
         for folder in folders:

@@ -89,6 +89,7 @@ def fake(slot: str, rng: random.Random, arg: str = "") -> str:
         "pem": lambda: _pem(rng, arg),
         "password": lambda: _pick(rng, _ALNUM, 10) + rng.choice("!#%&*") + _pick(rng, string.digits, 3),
         "hex": lambda: _pick(rng, "0123456789abcdef", 40),
+        "letters": lambda: _pick(rng, string.ascii_letters, 20),  # a generated password with no digit
     }
     if slot not in makers:
         raise KeyError(f"no fake secret of shape {slot!r}")

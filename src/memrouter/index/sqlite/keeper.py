@@ -251,7 +251,8 @@ class IndexKeeper:
             # Watch before scanning, so a change during the scan is seen next time.
             from memrouter.store.watch import ChangeWatcher
 
-            self._watcher = ChangeWatcher(self.store.root)
+            sources = self.store.sources
+            self._watcher = ChangeWatcher(self.store.root, sources.folders() if sources is not None else ())
         report = refresh_index(self.conn, self.store, full=full, progress=progress)
         self._last_check = time.monotonic()
         self.last_report = report
@@ -261,7 +262,13 @@ class IndexKeeper:
 
             remove_stale_temps(self.store.root / WRITE_AREA / "tmp", self.store.stray_temps)
         unreadable = {n: p for n, p in report.problems.items() if "not indexed" in p or "unreadable" in p}
-        unreadable.update({f: "the name ends in .md twice; rename the file to one .md" for f in self.store.misnamed})
+        unreadable.update(
+            {
+                f: "the name holds .md# (a source section's name); rename the file" if "#" in f
+                else "the name ends in .md twice; rename the file to one .md"
+                for f in self.store.misnamed
+            }
+        )  # fmt: skip
         if unreadable or report.changed or report.removed:
             with db.transaction(self.conn):
                 queries.record_file_problems(self.conn, unreadable)

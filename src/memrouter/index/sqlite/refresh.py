@@ -19,7 +19,8 @@ from memrouter.core.records import field, record
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.lexical import document_terms
 from memrouter.index.sqlite.postings import PostingsWriter
-from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore, read_regular
+from memrouter.store.files import MAX_FILE_BYTES, FileStat, MemoryStore, decode, read_regular
+from memrouter.store.sources import SourceFile, SourceFiles, is_source_name, source_file_of
 
 __all__ = [
     "Progress",
@@ -189,7 +190,7 @@ def refresh_index(
     full: bool = False,
     progress: Progress | None = None,
 ) -> RefreshReport:
-    """Bring the index up to date with the files under ``store.root``.
+    """Bring the index up to date with the files under ``store.root`` and the source files (``store.sources``).
 
     ``full`` re-reads every file (hash check) even when its stat is unchanged.
     """
@@ -198,6 +199,7 @@ def refresh_index(
     known = {
         row[0]: (row[1], row[2], row[3]) for row in conn.execute("SELECT name, hash, mtime_ns, size FROM memories")
     }
+    sections = {name: known.pop(name) for name in [name for name in known if "#" in name and is_source_name(name)]}
     files = store.stat_files()
     candidates: list[FileStat] = []
     for name, path, mtime_ns, size in files:
@@ -207,7 +209,8 @@ def refresh_index(
     report.unchanged = len(files) - len(candidates)
     present = {stat[0] for stat in files}
     gone = [name for name in known if name not in present]
-    if not candidates and not gone:
+    sources, dropped = _source_candidates(store, sections, full, report)
+    if not candidates and not gone and not sources and not dropped:
         report.took_ms = (time.perf_counter() - started) * 1000
         return report
 
@@ -220,8 +223,65 @@ def refresh_index(
             # Another process may have written it since the scan: its file wins.
             if not store.exists(name) and delete_memory(conn, writer, name):
                 report.removed.append(name)
+        for planned in sources:
+            _refresh_source(conn, writer, planned, sections, report)
+        for name in dropped:
+            if delete_memory(conn, writer, name):
+                report.removed.append(name)
     report.took_ms = (time.perf_counter() - started) * 1000
     return report
+
+
+def _source_candidates(
+    store: MemoryStore, sections: dict[str, tuple[str, int, int]], full: bool, report: RefreshReport
+) -> tuple[list[tuple[SourceFile, list[Memory]]], list[str]]:
+    """The source files whose stat differs from their sections' rows, split (read outside the write), and the
+    rows whose file is gone."""
+    found = store.sources.scan() if store.sources is not None else []
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    for name, (_, mtime_ns, size) in sections.items():
+        by_file.setdefault(source_file_of(name), []).append((mtime_ns, size))
+    changed = []
+    for source in found:
+        stats = by_file.get(source.relative)
+        if not full and stats and all(stat == (source.mtime_ns, source.size) for stat in stats):
+            report.unchanged += len(stats)
+            continue
+        try:
+            raw = read_regular(source.path)
+        except OSError as exc:
+            report.problems[source.relative] = f"unreadable: {exc.strerror or exc}"
+            continue
+        text, problem = decode(raw)
+        if problem:
+            report.problems[source.relative] = problem
+        fresh = SourceFiles.sections(source.relative, source.path, text)
+        if fresh or stats:  # a file with no text and no rows needs no write
+            changed.append((source, fresh))
+    listed = {source.relative for source in found}
+    return changed, [name for name in sections if source_file_of(name) not in listed]
+
+
+def _refresh_source(
+    conn: sqlite3.Connection, writer: PostingsWriter, planned: tuple[SourceFile, list[Memory]],
+    sections: dict[str, tuple[str, int, int]], report: RefreshReport,
+) -> None:  # fmt: skip
+    """One changed source file split again: its sections' rows follow what it holds now."""
+    source, fresh = planned
+    for memory in fresh:
+        seen = sections.get(memory.name)
+        if seen is not None and seen[0] == memory.hash:
+            conn.execute(
+                "UPDATE memories SET mtime_ns = ?, size = ? WHERE name = ?", (source.mtime_ns, source.size, memory.name)
+            )
+            report.unchanged += 1
+            continue
+        upsert_memory(conn, writer, memory, source.mtime_ns, source.size)
+        (report.added if seen is None else report.updated).append(memory.name)
+    kept = {memory.name for memory in fresh}
+    for name in sections:
+        if source_file_of(name) == source.relative and name not in kept and delete_memory(conn, writer, name):
+            report.removed.append(name)
 
 
 def _refresh_one(

@@ -35,6 +35,7 @@ from memrouter.ops.janitor.analyse import analyse
 from memrouter.ops.janitor.anchored import anchor_proposals
 from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
 from memrouter.ops.lifecycle import Lifecycle
+from memrouter.store.sources import is_source_name, source_file_of
 from memrouter.store.sprints import read_sprints
 from memrouter.team.team import in_use
 
@@ -141,6 +142,10 @@ def _apply(ws: Workspace, proposals: list[Proposal], hashes: dict[str, str]) -> 
     skipped: list[str] = []
     lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
     for proposal in proposals:
+        if is_source_name(proposal.name):
+            skipped.append(f"{proposal.name} is read-only (a section of {source_file_of(proposal.name)}); not changed")
+            done.append(proposal)
+            continue
         try:
             current = ws.store.read(proposal.name).hash
         except NotFound:
