@@ -49,7 +49,7 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "mcp"),
     "search": (
         "mode",
         "limit",
@@ -71,6 +71,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "context": ("margin",),
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
+    "mcp": ("tools",),
 }
 
 
@@ -169,6 +170,9 @@ class Config:
     embed_background: bool = True
     claude_flow: dict[str, Any] | None = None
     """``[team.claude_flow]`` as written; ``memrouter.team.bridge`` reads it."""
+    # The tools ``memrouter serve`` offers (``[mcp] tools``): profile and tool names, checked by
+    # ``memrouter.mcp.profiles`` when a server is made.
+    mcp_tools: tuple[str, ...] = ("core",)
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -197,6 +201,7 @@ class Config:
                 "workflow_idle_days": self.janitor.workflow_idle_days,
             },
             "context": {"margin": self.context.margin},
+            "mcp_tools": list(self.mcp_tools),
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -279,7 +284,7 @@ class Config:
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})), background,
-            bridge,
+            bridge, _mcp_tools(settings.get("mcp", {})),
         )  # fmt: skip
 
 
@@ -442,6 +447,20 @@ def _janitor_config(section: Any) -> JanitorConfig:
             "[janitor] decay must be between 0 and 1, stale_days and workflow_idle_days between 0 and 36500"
         )
     return JanitorConfig(decay, stale_days, idle_days)
+
+
+def _mcp_tools(section: Any) -> tuple[str, ...]:
+    """``[mcp] tools``: a comma-separated string or a list of profile and tool names (checked by the server)."""
+    if not isinstance(section, dict):
+        raise ConfigError("[mcp] must be a table")
+    tools = section.get("tools", "core")
+    words = tools.split(",") if isinstance(tools, str) else tools
+    if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
+        raise ConfigError('[mcp] tools must be a list of profile or tool names, e.g. ["core", "git"]')
+    chosen = tuple(dict.fromkeys(word.strip() for word in words if word.strip()))
+    if not chosen:
+        raise ConfigError("[mcp] tools must name at least one profile or tool")
+    return chosen
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:
