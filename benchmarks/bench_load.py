@@ -116,7 +116,7 @@ def start_server(file: Path, log: Path) -> tuple[subprocess.Popen[bytes], int, A
     env["BENCH_LOAD_TOKEN"] = TOKEN
     out = log.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "memrouter", "serve", "--http", "--port", str(port), "--projects", str(file)],
+        [sys.executable, "-m", "memrouter", "serve", "--http", "--port", str(port), "--projects", str(file), "--tools", "all"],
         env=env, stdout=subprocess.DEVNULL, stderr=out,
     )  # fmt: skip
     import socket

@@ -7,7 +7,9 @@ written there differs from what these functions return now.
 
 The CLI reference is every command's ``--help`` as click renders it, at a
 fixed width. The MCP reference comes from the server's own ``tools/list``,
-built over an empty memories folder the way ``memrouter serve`` builds it.
+built over an empty memories folder the way ``memrouter serve`` builds it:
+the size of the list for each tool profile (characters of JSON as sent, and
+o200k tokens), then every tool by profile.
 """
 
 from __future__ import annotations
@@ -30,20 +32,21 @@ from memrouter.router import Router
 # Where the command group and the MCP server's builder live: the one place this module names them.
 from memrouter.cli import main as CLI
 from memrouter.mcp import server as mcp_server
+from memrouter.mcp.profiles import DEFAULT_PROFILE, PROFILE_NAMES, PROFILES
 from memrouter.mcp.service import MemoryService
+from memrouter.ops.context.tokens import count_tokens
 
 # Wide enough for click's option columns, narrow enough for a code block on the site.
 WIDTH = 88
-# Section headings of the MCP reference, in order, with the server's own lists of tool names.
-TOOL_FAMILIES = (
-    ("Memories", mcp_server.MEMROUTER_TOOLS),
-    ("Serena's memory tools", mcp_server.SERENA_TOOLS),
-    ("The repository and the task", mcp_server.SESSION_TOOLS),
-    ("The team channel", mcp_server.TEAM_TOOLS),
-    ("The knowledge graph", mcp_server.GRAPH_TOOLS),
-    ("The scratchpad", mcp_server.SCRATCH_TOOLS),
-    ("Review and the janitor", mcp_server.REVIEW_TOOLS),
-)
+# Section headings of the MCP reference, one per profile, in the order of ``PROFILES``.
+PROFILE_TITLES = {
+    "core": "`core`: using memories (the default)",
+    "serena": "`serena`: Serena's memory tools",
+    "team": "`team`: the team channel and the scratchpad",
+    "git": "`git`: the repository and the task",
+    "review": "`review`: review, the janitor, sprints and status",
+    "graph": "`graph`: the knowledge graph",
+}
 
 
 def commands(group: click.Group = CLI, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
@@ -76,22 +79,38 @@ def cli_reference() -> str:
     return "\n".join(parts)
 
 
-def listed_tools() -> list[Any]:
-    """The server's ``tools/list`` answer: the tools of a server over a new, empty memories folder."""
+def listed_tools(tools: str = "all") -> list[Any]:
+    """The server's ``tools/list`` answer with ``tools`` (profiles, as ``serve --tools`` takes them): the
+    tools of a server over a new, empty memories folder."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "memories"
         root.mkdir()
         config = Config.load(root=root, index_dir=Path(folder) / "index", env={})
         with Router(config, watch=False) as router:
-            server = mcp_server.create_server(MemoryService(router))
-            tools: list[Any] = anyio.run(server.list_tools)
-    return tools
+            server = mcp_server.create_server(MemoryService(router), tools=tools)
+            listed: list[Any] = anyio.run(server.list_tools)
+    return listed
+
+
+def wire_text(tools: list[Any]) -> str:
+    """The ``tools/list`` result as the server sends it (compact JSON, no null fields)."""
+    result = ListToolsResult(tools=tools).model_dump(by_alias=True, mode="json", exclude_none=True)
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
 def wire_size(tools: list[Any]) -> int:
-    """Characters of the ``tools/list`` result as the server sends it (compact JSON, no null fields)."""
-    result = ListToolsResult(tools=tools).model_dump(by_alias=True, mode="json", exclude_none=True)
-    return len(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
+    """Characters of the ``tools/list`` result as the server sends it."""
+    return len(wire_text(tools))
+
+
+def profile_sizes() -> list[tuple[str, int, int, int]]:
+    """Each profile's ``(name, tools, characters, o200k tokens)`` of its ``tools/list`` result, ``all`` last."""
+    sizes = []
+    for name in PROFILE_NAMES:
+        tools = listed_tools(name)
+        text = wire_text(tools)
+        sizes.append((name, len(tools), len(text), count_tokens(text)))
+    return sizes
 
 
 def schema_type(spec: dict[str, Any]) -> str:
@@ -131,20 +150,31 @@ def tool_section(tool: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
+def size_table() -> str:
+    """Markdown: each profile's tools and the size of its ``tools/list`` result."""
+    rows = ["| `--tools` | tools | characters | o200k tokens |", "|---|---:|---:|---:|"]
+    for name, count, chars, tokens in profile_sizes():
+        label = f"`{name}` (default)" if name == DEFAULT_PROFILE else f"`{name}`"
+        rows.append(f"| {label} | {count} | {chars:,} | {tokens:,} |")
+    return "\n".join(rows) + "\n"
+
+
 def mcp_reference() -> str:
-    """Markdown: the size of the tool list, then every tool by family, in the order the server lists them."""
-    tools = listed_tools()
-    listed = [tool.name for tool in tools]
-    families = [(title, [name for name in listed if name in names]) for title, names in TOOL_FAMILIES]
-    known = {name for _, names in families for name in names}
-    families.append(("Other tools", [name for name in listed if name not in known]))
+    """Markdown: the size of the tool list per profile, then every tool by profile, as ``--tools all`` lists it."""
+    tools = listed_tools("all")
     by_name = {tool.name: tool for tool in tools}
+    listed = [tool.name for tool in tools]
     parts = [
-        f"The server lists {len(tools)} tools. Its `tools/list` result is {wire_size(tools):,} characters of JSON: "
-        "what a client holds in its context before the first call.\n"
+        "What a client holds in its context before the first call: the `tools/list` result for each profile, "
+        "in characters of JSON as the server sends it and in tokens of the o200k encoding. Profiles combine "
+        "(`--tools core,git`), and a tool may be named on its own (`--tools core,edit_memory`). Where two "
+        "offered tools could be taken for one another, their descriptions say which to use when: the tools "
+        "below are described as `--tools all` lists them.\n",
+        size_table(),
     ]
-    for title, names in families:
-        if names:
-            parts.append(f"### {title}\n")
-            parts += [tool_section(by_name[name]) for name in names]
+    for name in PROFILE_NAMES:
+        if name == "all":
+            continue
+        parts.append(f"### {PROFILE_TITLES[name]}\n")
+        parts += [tool_section(by_name[tool]) for tool in listed if tool in PROFILES[name]]
     return "\n".join(parts)

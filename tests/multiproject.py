@@ -54,7 +54,19 @@ class ProjectsServer:
         self.port = free_port()
         environment = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
         environment |= {"PYTHONUNBUFFERED": "1", "MEMROUTER_TEST_TOKEN_B": TOKEN_B, **(env or {})}
-        args = [sys.executable, "-m", "memrouter", "serve", "--http", "--port", str(self.port), "--projects", str(file)]
+        args = [
+            sys.executable,
+            "-m",
+            "memrouter",
+            "serve",
+            "--http",
+            "--port",
+            str(self.port),
+            "--projects",
+            str(file),
+            "--tools",
+            "all",
+        ]
         self.process = subprocess.Popen(args, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self._wait_ready()
 

@@ -12,6 +12,7 @@ from helpers import write
 
 from memrouter import Router
 from memrouter.config.settings import KNOWN_KEYS
+from memrouter.core.errors import ConfigError
 
 
 def configured(memories: Path, toml: str) -> Path:
@@ -304,3 +305,25 @@ def test_janitor_unused_days_decides_which_memories_are_proposed_for_archiving(m
                 applied = router.janitor(apply=True)
                 done = [p.name for p in applied.proposals if p.action == "archive" and p.applied]
                 assert done and router.get(done[0]).status == "archived"
+
+
+def test_mcp_tools_chooses_the_tools_served(memories: Path, tmp_path: Path) -> None:
+    from memrouter.mcp.profiles import PROFILES
+
+    async def names() -> list[str]:
+        from mcp import Client
+
+        from memrouter.mcp.server import create_server
+        from memrouter.mcp.service import MemoryService
+
+        with open_router(memories, tmp_path) as router:
+            async with Client(create_server(MemoryService(router))) as client:
+                return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert anyio.run(names) == list(PROFILES["core"])
+    configured(memories, '[mcp]\ntools = ["review", "get_memory"]\n')
+    assert set(anyio.run(names)) == {*PROFILES["review"], "get_memory"}
+    for bad in ("[mcp]\ntools = 3\n", "[mcp]\ntools = []\n", "mcp = 1\n"):
+        configured(memories, bad)
+        with pytest.raises(ConfigError, match=r"\[mcp\]"):
+            open_router(memories, tmp_path)

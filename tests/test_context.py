@@ -147,8 +147,17 @@ async def test_mcp_tool_and_resource(project: Path) -> None:
         async with Client(create_server(MemoryService(router))) as client:
             result = await client.call_tool("assemble_context", {"query": "refund window", "max_tokens": 700})
             assert not result.is_error, result.content[0].text
-            answer = result.structured_content
-            assert answer["tokens"] <= 700 and "refund" in answer["context"]
+            answer = result.structured_content  # structured by default: the blocks are JSON values, not a string
+            assert answer["tokens"] <= 700 and set(answer) == {"query", "task", "max_tokens", "tokens", "blocks"}
+            items = [item for block in answer["blocks"].values() for item in block]
+            assert any("refund" in item.get("text", "").lower() for item in items)
+            assert not any("<memory_context" in str(value) for value in answer.values())
+            assert json.loads(result.content[0].text) == answer
+            asked = await client.call_tool(
+                "assemble_context", {"query": "refund window", "max_tokens": 700, "format": "xml"}
+            )
+            xml = asked.structured_content
+            assert xml["context"].startswith("<memory_context") and xml["tokens"] <= 700
             resource = (await client.read_resource("memory://context")).contents[0].text
             assert resource.startswith("<memory_context") and "Conventions" in resource
             refused = await client.call_tool("assemble_context", {"query": "x", "max_tokens": 5})

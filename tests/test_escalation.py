@@ -103,7 +103,7 @@ async def test_mcp_workflow_complete_escalates_as_the_calling_agent(project: Pat
         router.lifecycle.start("s3", weeks=1, goal=None)
         workflow = router.team().workflow_start("probe")
         async with Client(
-            create_server(MemoryService(router)), client_info=Implementation(name="carol", version="1")
+            create_server(MemoryService(router), tools="all"), client_info=Implementation(name="carol", version="1")
         ) as carol:
             empty = await carol.call_tool("workflow_complete", {"workflow_id": workflow.id, "escalate": True})
             assert empty.is_error and "summary" in empty.content[0].text

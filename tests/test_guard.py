@@ -120,6 +120,11 @@ def test_duplicates_by_content_title_and_word_overlap() -> None:
     near = find_duplicate(long, "Else", [edited])
     assert near is not None and near[1].kind == "near_copy"
     assert find_duplicate(long, "Else", [Candidate("far", "T", " ".join(f"word{i}" for i in range(100, 300)))]) is None
+    # A body without words repeats no knowledge: an empty file beside another is no duplicate.
+    for wordless in ("", "  \n", "--- !!"):
+        assert (
+            find_duplicate(wordless, "notes", [Candidate("other/notes", "notes", ""), Candidate("x", "x", "?")]) is None
+        )
 
 
 def test_importing_the_guard_is_cheap() -> None:

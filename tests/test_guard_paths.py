@@ -21,6 +21,7 @@ import pytest
 
 from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound, Refused
 from memrouter.mcp.service import MemoryService
+from memrouter.ops import memory_files
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.ops.scratch import Scratchpad
 from memrouter.router import Router
@@ -78,6 +79,18 @@ WRITES: dict[str, Callable[[Router, Path], Any]] = {
     ),
     "Lifecycle.retire": lambda r, root: r.lifecycle.retire("pool", reason=f"unused, see {SECRET}"),
     "Router.accept": lambda r, root: (_hand_written(root, "leak", f"token {SECRET}\n"), r.accept("leak")),
+    # The file-speaking face (Anthropic's memory tool, memrouter.anthropic_memory) writes through these.
+    "memory_files.write_text": lambda r, root: memory_files.write_text(
+        r.workspace, "notes/bot", f"token {SECRET}\n", expected_hash="", actor="agent:claude"
+    ),
+    "memory_files.move_file": lambda r, root: (
+        _hand_written(root, "leak", f"{SECRET}\n"),
+        memory_files.move_file(r.workspace, "leak", "moved", actor="agent:claude"),
+    ),
+    "memory_files.move_folder": lambda r, root: (
+        _hand_written(root, "box/leak", f"{SECRET}\n"),
+        memory_files.move_folder(r.workspace, "box", "moved", actor="agent:claude"),
+    ),
 }
 
 # Public methods that store no new memory text, and why.
@@ -156,6 +169,10 @@ NOT_WRITING: dict[str, str] = {
         )
     },  # fmt: skip
     "MemoryService.delete_memory": "removes a file; stores no text",
+    "memory_files.entries": _READS,
+    "memory_files.read_text": _READS,
+    "memory_files.delete_file": "removes a file; stores no text",
+    "memory_files.delete_folder": "removes files; stores no text",
 }
 
 
@@ -169,6 +186,9 @@ def _public(cls: type) -> set[str]:
 
 def test_every_public_method_is_a_guarded_write_or_named_as_not_writing() -> None:
     public = set().union(*(_public(cls) for cls in (Router, Lifecycle, Scratchpad, MemoryService)))
+    public |= {
+        f"memory_files.{name}" for name in memory_files.__all__ if inspect.isfunction(getattr(memory_files, name))
+    }
     unclassified = public - WRITES.keys() - NOT_WRITING.keys()
     assert not unclassified, f"classify these (a write path needs a case in WRITES): {sorted(unclassified)}"
     assert not (WRITES.keys() & NOT_WRITING.keys())
@@ -196,7 +216,7 @@ def _state(router: Router, root: Path) -> tuple[dict[str, bytes], list[tuple[str
 
 
 # What a case's setup writes by hand before the guarded call (a file the guard never saw, a sprint record).
-SETUP_FILES = {"leak.md", "sprints/s1/leaked.md", "sprints/s1/_sprint.md"}
+SETUP_FILES = {"leak.md", "box/leak.md", "sprints/s1/leaked.md", "sprints/s1/_sprint.md"}
 SETUP_NAMES = {name.removesuffix(".md") for name in SETUP_FILES}
 
 

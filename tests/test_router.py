@@ -54,7 +54,7 @@ def test_save_with_expected_hash_detects_concurrent_edit(router: Router, memorie
         {"content": "x", "name": "ok", "confidence": 3},
         {"content": "x", "name": "ok", "status": "dead"},
         {"content": "x\x00y", "name": "ok"},
-        {"content": "no heading and no name"},
+        {"content": "# !!!\n\nA heading that makes no name, and no name given"},
     ],
 )
 def test_bad_saves_change_nothing(router: Router, memories: Path, kwargs: dict) -> None:  # type: ignore[type-arg]

@@ -60,7 +60,9 @@ def test_many_processes_mixed_operations_lose_nothing(tmp_path: Path) -> None:
         async def run() -> None:
             from mcp import Client, StdioServerParameters
 
-            params = StdioServerParameters(command=sys.executable, args=["-m", "memrouter", "serve"], cwd=str(project))
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "memrouter", "serve", "--tools", "core,serena"], cwd=str(project)
+            )
             async with Client(params) as client:
                 number = 0
                 while not stop.is_set():

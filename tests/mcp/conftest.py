@@ -41,8 +41,10 @@ def project_root(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def in_memory_client(root: Path, index_dir: Path, global_root: Path | None = None) -> AsyncIterator[Any]:
-    """The real server object, reached through the SDK's in-memory transport."""
+async def in_memory_client(
+    root: Path, index_dir: Path, global_root: Path | None = None, tools: str = "all"
+) -> AsyncIterator[Any]:
+    """The real server object offering ``tools`` (every tool by default), through the SDK's in-memory transport."""
     from mcp import Client
 
     from memrouter.mcp.server import create_server
@@ -50,14 +52,14 @@ async def in_memory_client(root: Path, index_dir: Path, global_root: Path | None
     from memrouter.router import Router
 
     with Router.open(root=root, index_dir=index_dir, watch=True) as router:
-        server = create_server(MemoryService(router, global_root=global_root))
+        server = create_server(MemoryService(router, global_root=global_root), tools=tools)
         async with Client(server) as client:
             yield client
 
 
 @pytest.fixture
 def connect() -> Any:
-    """``connect(root, index_dir, global_root=None)``: an in-memory client context."""
+    """``connect(root, index_dir, global_root=None, tools="all")``: an in-memory client context."""
     return in_memory_client
 
 
@@ -82,14 +84,16 @@ def free_port() -> int:
 class ServerProcess:
     """``memrouter serve --http`` as a real subprocess on a free loopback port."""
 
-    def __init__(self, root: Path, index_dir: Path, *, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(
+        self, root: Path, index_dir: Path, *, host: str = "127.0.0.1", token: str | None = None, tools: str = "all"
+    ) -> None:
         self.host = host
         self.port = free_port() if host == "127.0.0.1" else _free_port_on(host)
         self.url = f"http://{host}:{self.port}/mcp"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         env.pop("MEMROUTER_TOKEN", None)
         args = [sys.executable, "-m", "memrouter", "--root", str(root), "--index-dir", str(index_dir), "serve",
-                "--http", "--host", host, "--port", str(self.port)]  # fmt: skip
+                "--http", "--host", host, "--port", str(self.port), "--tools", tools]  # fmt: skip
         if token:
             env["MEMROUTER_TOKEN"] = token
         self.process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -48,7 +48,7 @@ def mcp_port(project_root: Path, tmp_path: Path) -> Iterator[int]:
     from memrouter.router import Router
 
     with Router.open(root=project_root, index_dir=tmp_path / "index", watch=False) as router:
-        app = http_app(create_server(MemoryService(router)), "127.0.0.1", None)
+        app = http_app(create_server(MemoryService(router), tools="all"), "127.0.0.1", None)
         with running(app, ConnectionLimits(header_timeout=1, body_timeout=1.5)) as port:
             yield port
 
@@ -84,7 +84,7 @@ def test_the_serving_line_comes_once_requests_are_answered(project_root: Path, t
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     process = subprocess.Popen(
         [sys.executable, "-m", "memrouter", "--root", str(project_root), "--index-dir", str(tmp_path / "index"),
-         "serve", "--http", "--port", str(port)],
+         "serve", "--http", "--port", str(port), "--tools", "all"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -24,7 +24,7 @@ async def as_agent(root: Path, index_dir: Path, agent: str) -> AsyncIterator[Any
     from memrouter.router import Router
 
     with Router.open(root=root, index_dir=index_dir, watch=False) as router:
-        server = create_server(MemoryService(router))
+        server = create_server(MemoryService(router), tools="all")
         async with Client(server, client_info=Implementation(name=agent, version="1")) as client:
             yield client
 

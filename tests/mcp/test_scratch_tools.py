@@ -19,7 +19,7 @@ async def test_mcp_scratchpad_tools_are_per_session(project_root: Path, tmp_path
     from memrouter.mcp.service import MemoryService
 
     with Router.open(root=project_root, index_dir=tmp_path / "idx") as router:
-        server = create_server(MemoryService(router))
+        server = create_server(MemoryService(router), tools="all")
         first_info = Implementation(name="agent-one", version="1")
         second_info = Implementation(name="agent-two", version="1")
         async with Client(server, client_info=first_info) as first, Client(server, client_info=second_info) as second:

@@ -26,6 +26,7 @@ import pytest
 pytestmark = pytest.mark.anyio
 
 SERENA = os.environ.get("MEMROUTER_TEST_SERENA", "")
+SERENA_SIX = ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory")
 
 # (tool, arguments, compare): "text" compares the answer text exactly, "error" only that both fail.
 SCENARIO: list[tuple[str, dict[str, Any], str]] = [
@@ -143,7 +144,9 @@ async def run(client: Any) -> list[tuple[bool, str, Any]]:
     return answers
 
 
-async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: Path, connect: Any) -> None:
+@pytest.mark.parametrize("tools", ["serena", "all"])
+async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: Path, connect: Any, tools: str) -> None:
+    """The ``serena`` profile (Serena's six tools alone), and the six among every other tool."""
     from mcp import Client
 
     url, serena_root, serena_global = serena_url
@@ -152,10 +155,12 @@ async def test_same_answers_and_files_as_real_serena(serena_url: Any, tmp_path: 
     async with Client(url) as client:
         theirs = await run(client)
         their_tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
-    async with connect(ours_root, tmp_path / "index") as client:
+    async with connect(ours_root, tmp_path / "index", tools=tools) as client:
         ours = await run(client)
         our_tools = {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
-    for name in ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory"):
+    if tools == "serena":
+        assert sorted(our_tools) == sorted(their_tools.keys() & our_tools.keys()) == sorted(SERENA_SIX)
+    for name in SERENA_SIX:
         theirs_schema, ours_schema = their_tools[name], our_tools[name]
         assert set(theirs_schema["properties"]) <= set(ours_schema["properties"]), name  # extras only added
         assert sorted(theirs_schema.get("required", [])) == sorted(ours_schema.get("required", [])), name
@@ -175,7 +180,7 @@ async def test_global_memories_shared_with_serena(serena_url: Any, tmp_path: Pat
     from mcp import Client
 
     url, serena_root, serena_global = serena_url
-    async with connect(serena_root, tmp_path / "index", global_root=serena_global) as ours:
+    async with connect(serena_root, tmp_path / "index", global_root=serena_global, tools="serena") as ours:
         written = await ours.call_tool(
             "write_memory", {"memory_name": "global/style/python", "content": "Type hints.\n"}
         )

@@ -38,7 +38,7 @@ async def test_stdio_subprocess(project_root: Path, tmp_path: Path) -> None:
     # No --root: the server finds the project from its working directory (a subfolder here).
     (project / "src").mkdir()
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memrouter", "serve"], env=env, cwd=str(project / "src")
+        command=sys.executable, args=["-m", "memrouter", "serve", "--tools", "all"], env=env, cwd=str(project / "src")
     )
     async with Client(params) as client:
         await roundtrip(client, project_root, "stdio")
@@ -139,7 +139,7 @@ async def test_the_server_embeds_in_the_background_and_lexical_answers_first(tmp
     (tmp_path / "project" / "memrouter.toml").write_text('[embed]\nmodel = "hash"\n', encoding="utf-8")
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memrouter", "--root", str(root), "serve"], env=env
+        command=sys.executable, args=["-m", "memrouter", "--root", str(root), "serve", "--tools", "all"], env=env
     )
     async with Client(params) as client:
         found = await client.call_tool("search_memory", {"query": "worker drains queue"})

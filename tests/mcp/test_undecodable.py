@@ -46,7 +46,10 @@ async def stdio_with_surrogates(project: Path) -> AsyncIterator[Any]:
 
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     process = await anyio.open_process(
-        [sys.executable, "-m", "memrouter", "serve"], cwd=project, env=env, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "memrouter", "serve", "--tools", "core,serena"],
+        cwd=project,
+        env=env,
+        stderr=subprocess.DEVNULL,
     )
     to_client, from_server = anyio.create_memory_object_stream[Any](16)
     to_server, from_client = anyio.create_memory_object_stream[Any](16)

@@ -181,7 +181,7 @@ async def test_the_mcp_team_tools_use_the_database(memories: Path, tmp_path: Pat
     monkeypatch.setenv("MEMROUTER_DATABASE_URL", database_url)
     monkeypatch.setenv("MEMROUTER_PROJECT", "mcp")
     with Router.open(root=memories, index_dir=tmp_path / "index", watch=False) as router:
-        server = create_server(MemoryService(router))
+        server = create_server(MemoryService(router), tools="all")
         async with Client(server, client_info=Implementation(name="alice", version="1")) as alice:
             registered = await alice.call_tool("team_register", {"capabilities": ["python"]})
             assert not registered.is_error, registered.content[0].text

@@ -34,14 +34,26 @@ from memrouter.cli.common import FORMAT, State, emit, handle_errors, pass_state
     default=None,
     help="Serve the repositories this TOML file lists over HTTP, each at /mcp/<key>, to the tokens it names.",
 )
+@click.option(
+    "--tools",
+    default=None,
+    metavar="LIST",
+    help="The tools offered, comma-separated profiles or tool names: core (default), serena, team, git, review, "
+    "graph, all. Default: [mcp] tools in memrouter.toml.",
+)
 @pass_state
 @handle_errors
 def serve(
     state: State, use_http: bool, host: str, port: int, token: str | None, global_root: str | None,
-    agent: str | None, projects_file: str | None,
+    agent: str | None, projects_file: str | None, tools: str | None,
 ) -> None:  # fmt: skip
     """Run the MCP server over stdio (or streamable HTTP with --http; many repositories with --projects)."""
     from memrouter.mcp.serve import serve as run_server
+
+    if tools is not None:
+        from memrouter.mcp.profiles import selected_tools
+
+        selected_tools(tools)  # an unknown name is bad usage, before anything starts
 
     if projects_file is not None:
         if token is not None or state.root is not None or state.index_dir is not None:
@@ -53,7 +65,7 @@ def serve(
             click.echo(f"memrouter: serving MCP at http://{host}:{port}/mcp/<project>", err=True)
 
         serve_projects(projects_file, host=host, port=port, global_root=global_root, on_ready=announce_projects,
-                       agent=agent)  # fmt: skip
+                       agent=agent, tools=tools)  # fmt: skip
         return
 
     def announce() -> None:
@@ -61,7 +73,7 @@ def serve(
 
     run_server(
         state.root, state.index_dir, http=use_http, host=host, port=port, token=token, global_root=global_root,
-        on_ready=announce, agent=agent,
+        on_ready=announce, agent=agent, tools=tools,
     )  # fmt: skip
 
 

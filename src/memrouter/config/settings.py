@@ -53,7 +53,7 @@ DEFAULT_GLOBS = ("CLAUDE.md", "AGENTS.md", ".cursor/rules/**", "docs/adr/**")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors", "sources"),
+    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors", "sources", "mcp"),
     "search": (
         "mode",
         "limit",
@@ -77,6 +77,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "sources": ("globs",),
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
+    "mcp": ("tools",),
 }
 
 
@@ -191,6 +192,9 @@ class Config:
     """``[team.claude_flow]`` as written; ``memrouter.team.bridge`` reads it."""
     # ``[sources] globs``: the repository's files read in place as read-only memories (``memrouter.store.sources``).
     sources: tuple[str, ...] = DEFAULT_GLOBS
+    # The tools ``memrouter serve`` offers (``[mcp] tools``): profile and tool names, checked by
+    # ``memrouter.mcp.profiles`` when a server is made.
+    mcp_tools: tuple[str, ...] = ("core",)
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -222,6 +226,7 @@ class Config:
             "anchors": {"infer": self.anchors.infer, "stale_share": self.anchors.stale_share},
             "context": {"margin": self.context.margin},
             "sources": list(self.sources),
+            "mcp_tools": list(self.mcp_tools),
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -305,6 +310,7 @@ class Config:
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
             _anchors_config(settings.get("anchors", {})), background, bridge, _sources(settings.get("sources", {})),
+            _mcp_tools(settings.get("mcp", {})),
         )  # fmt: skip
 
 
@@ -493,6 +499,20 @@ def _sources(section: Any) -> tuple[str, ...]:
     if any(g.strip().startswith("/") or ".." in g.split("/") for g in globs):
         raise ConfigError("[sources] globs are paths inside the repository (no leading / and no ..)")
     return tuple(g.strip() for g in globs)
+
+
+def _mcp_tools(section: Any) -> tuple[str, ...]:
+    """``[mcp] tools``: a comma-separated string or a list of profile and tool names (checked by the server)."""
+    if not isinstance(section, dict):
+        raise ConfigError("[mcp] must be a table")
+    tools = section.get("tools", "core")
+    words = tools.split(",") if isinstance(tools, str) else tools
+    if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
+        raise ConfigError('[mcp] tools must be a list of profile or tool names, e.g. ["core", "git"]')
+    chosen = tuple(dict.fromkeys(word.strip() for word in words if word.strip()))
+    if not chosen:
+        raise ConfigError("[mcp] tools must name at least one profile or tool")
+    return chosen
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

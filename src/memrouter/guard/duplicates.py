@@ -95,7 +95,12 @@ def _shares_sample(sample: list[str], theirs: str) -> bool:
 def find_duplicate(
     body: str, title: str, candidates: Iterable[Candidate], *, exempt: Iterable[str] = ()
 ) -> tuple[str, Reason] | None:
-    """The first candidate (not ``exempt``: the memory being updated) that ``body`` duplicates, and why."""
+    """The first candidate (not ``exempt``: the memory being updated) that ``body`` duplicates, and why.
+
+    A body without a word (empty, or punctuation alone) duplicates nothing: it holds no knowledge to repeat.
+    """
+    if _WORD.search(body) is None:
+        return None
     skip = set(exempt)
     sample: list[str] | None = None  # taken once a candidate's length allows a near-copy
     words: list[str] = []

@@ -1,4 +1,8 @@
-"""The MCP face of context assembly: the ``assemble_context`` tool and the ``memory://context`` resource."""
+"""The MCP face of context assembly: the ``assemble_context`` tool and the ``memory://context`` resource.
+
+The tool answers structured content by default (the blocks and their items as
+JSON values); XML or markdown, one text for a prompt, only when the client asks.
+"""
 
 from __future__ import annotations
 
@@ -28,14 +32,16 @@ def context_tools(
         max_tokens: int = 2000,
         channels: list[str] | None = None,
         as_of: str | None = None,
-        format: Literal["xml", "markdown", "json"] = "xml",
+        format: Literal["json", "xml", "markdown"] = "json",
     ) -> CallToolResult:
-        """The memories you need for a query or task in a token budget: conventions, task, recent changes, knowledge. Call at session start."""
+        """Call first: what a task needs from memory (conventions, the task, recent changes, knowledge) within max_tokens. format xml or markdown: one text to paste into a prompt."""
 
         def body() -> dict[str, Any]:
             built = service.router.assemble_context(
                 query, task, max_tokens, channels=channels, as_of=as_of, format=format
             )
+            if format == "json":  # structured: the blocks as JSON values, never JSON inside a string
+                return built.to_dict()
             return {"context": built.rendered, "tokens": built.tokens, "max_tokens": built.max_tokens}
 
         return run(body)

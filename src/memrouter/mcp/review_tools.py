@@ -21,9 +21,7 @@ from memrouter.ops.audit import acting_as, current_actor
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 
-__all__ = ["REVIEW_TOOLS", "acting_client", "client_actor", "review_tools"]
-
-REVIEW_TOOLS = ("get_pending_memories", "approve_pending_memory", "reject_pending_memory", "janitor_report")
+__all__ = ["acting_client", "client_actor", "review_tools"]
 
 Register = Callable[..., Callable[[Callable[..., CallToolResult]], Callable[..., CallToolResult]]]
 

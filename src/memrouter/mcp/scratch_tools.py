@@ -68,7 +68,7 @@ def scratch_tools(
     def scratchpad_write(
         name: str, content: str, ttl_seconds: float | None = None, ctx: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        """Keep a short-term note for this session (never a project file); it expires (default 2 h) and search_memory finds it."""
+        """A note for this session alone: never a file, not shared, gone after ttl_seconds (default 2 h); search_memory finds it."""
         return run(lambda: pad().write(owner_of(ctx), name, content, ttl=ttl_seconds).to_dict())
 
     @tool(read, structured=False)

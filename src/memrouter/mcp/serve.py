@@ -52,6 +52,7 @@ def serve(
     connection_limits: ConnectionLimits | None = None,
     on_ready: Callable[[], None] | None = None,
     agent: str | None = None,
+    tools: str | None = None,
 ) -> None:
     """Run the MCP server until stdin closes (stdio) or the process is stopped (HTTP).
 
@@ -60,7 +61,8 @@ def serve(
     Over HTTP the address is bound first (ConfigError if it cannot be) and
     ``on_ready`` is called once requests are answered; ``connection_limits``
     bounds slow clients (see ``memrouter.http.serve``). ``agent`` pins the
-    agent id the team tools act as.
+    agent id the team tools act as. ``tools`` (profile and tool names, comma-separated) chooses the
+    tools offered instead of the project's ``[mcp] tools``; an unknown name stops it before it serves.
     """
     from memrouter.http.serve import require_token_off_loopback
     from memrouter.mcp.http import run_http
@@ -74,7 +76,7 @@ def serve(
     try:
         from memrouter.config.settings import Config
 
-        server, close = _open_server(Config.load(root=root, index_dir=index_dir), agent, global_root)
+        server, close = _open_server(Config.load(root=root, index_dir=index_dir), agent, global_root, tools=tools)
         try:
             if http:
                 run_http(server, listeners, host, token, limits=connection_limits, on_ready=on_ready)
@@ -98,27 +100,30 @@ def serve_projects(
     connection_limits: ConnectionLimits | None = None,
     on_ready: Callable[[], None] | None = None,
     agent: str | None = None,
+    tools: str | None = None,
 ) -> None:
     """Serve every repository of ``projects_file`` over streamable HTTP, each at ``/mcp/<key>``, until stopped.
 
     The file is read and checked (``memrouter.config.projects``) before the
-    address is bound; each project opens on its first allowed request.
+    address is bound; each project opens on its first allowed request. ``tools``
+    chooses every project's tools; without it each project's ``[mcp] tools`` does.
     """
     from memrouter.config.projects import load_projects
     from memrouter.http.serve import HttpServer, bind_listeners
     from memrouter.index.postgres.shared import SharedDatabases
     from memrouter.mcp.multi import ProjectsApp
+    from memrouter.mcp.profiles import selected_tools
 
     served = load_projects(projects_file)
     for key in served.projects:  # a repository's bad memrouter.toml stops the server before it listens
-        served.config(key)
+        selected_tools(served.config(key).mcp_tools if tools is None else tools)
     listeners = bind_listeners(host, port)
     databases = SharedDatabases()  # one pool per database URL, whatever the number of projects
 
     def open_project(key: str) -> OpenedProject:
         from memrouter.mcp.multi import OpenedProject
 
-        server, close = _open_server(served.config(key), agent, global_root, databases)
+        server, close = _open_server(served.config(key), agent, global_root, databases, tools=tools)
         try:
             app = server.streamable_http_app(streamable_http_path=f"/mcp/{key}", host=host)
             return OpenedProject(server, app, server.session_manager, close)
@@ -135,7 +140,12 @@ def serve_projects(
 
 
 def _open_server(
-    config: Config, agent: str | None, global_root: str | Path | None, databases: SharedDatabases | None = None
+    config: Config,
+    agent: str | None,
+    global_root: str | Path | None,
+    databases: SharedDatabases | None = None,
+    *,
+    tools: str | None = None,
 ) -> tuple[MCPServer, Callable[[], None]]:
     """An MCP server over a new Router on ``config`` (warming up in the background), and how to close both."""
     from memrouter.router import Router
@@ -155,7 +165,7 @@ def _open_server(
         service = MemoryService(router, global_root=Path(global_root) if global_root else None)
         team = TeamService(config.index_dir, pinned_agent=agent, write_wait=config.index.write_wait, config=config)
         mirror = _start_team_bridge(config)
-        server = create_server(service, team=team)
+        server = create_server(service, team=team, tools=tools)
         server.middleware.append(activity.middleware())
     except BaseException:
         stopping.set()

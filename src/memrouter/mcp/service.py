@@ -147,12 +147,17 @@ class MemoryService:
         channel: str | None = None,
         source: str | None = None,
     ) -> dict[str, Any]:
-        """Write a memory (front matter for the given fields, the client agent as its author) and index it."""
+        """Write a memory (front matter for the given fields, the client agent as its author) and index it.
+
+        Without ``memory_name`` it is a new memory: its title (when neither given nor a heading) and
+        its name come from the text, and a name already taken gets a number; with one, that memory's
+        text is replaced.
+        """
         if memory_name is not None:
             _, memory_name = self._split(memory_name, project_only=True)
         memory = save_stamped(
             self.router.workspace, content, memory_name, actor=_agent(), title=title, tags=_filter_values("tags", tags),
-            kind=kind, channel=channel, source=source,
+            kind=kind, channel=channel, source=source, fresh=memory_name is None,
         )  # fmt: skip
         data = memory.to_dict(content=False)
         data.pop("path", None)

@@ -104,4 +104,7 @@ def save_stamped(ws: Workspace, content: str, name: str | None, *, actor: str | 
     content = stamp(content, author=fields.get("author") or actor, now=ws.clock(), existing=existing)
     expected_hash = fields.pop("expected_hash", None)
     verbatim = fields.pop("verbatim", False)
-    return save(ws, content, name, expected_hash=expected_hash, actor=actor, fields=fields, verbatim=verbatim)
+    fresh = fields.pop("fresh", False)
+    return save(
+        ws, content, name, expected_hash=expected_hash, actor=actor, fields=fields, verbatim=verbatim, fresh=fresh
+    )

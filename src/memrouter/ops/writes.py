@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["check", "delete", "edit", "save"]
 
 log = LazyLogger(__name__)
+# How many numbered names a fresh save tries before asking for a name.
+FRESH_SUFFIXES = 1000
 
 
 @audited("save")
@@ -41,22 +43,40 @@ def save(
     actor: str | None = None,
     fields: dict[str, Any] | None = None,
     verbatim: bool = False,
+    fresh: bool = False,
 ) -> Memory:
-    """See ``Router.save``: compose, guard, place in a channel, write and index under the memory's lock."""
+    """See ``Router.save``: compose, guard, place in a channel, write and index under the memory's lock.
+
+    ``fresh`` (with no ``name``): the name made from the text never replaces a memory; a taken one
+    gets ``-2``, ``-3``... (the MCP ``save_memory``: an agent that gives no name means a new memory).
+    """
     fields = fields or {}
     composed, text = compose(content, name, **fields)
     lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
     channel, kind = fields.get("channel"), fields.get("kind")
-    placed = lifecycle.place(name, composed, channel, kind)
+    home = placed = lifecycle.place(name, composed, channel, kind)
     if expected_hash is not None and not isinstance(expected_hash, str):
         raise InvalidInput("expected_hash must be text (a content hash, or '' for a new memory)")
+    if fresh and name is None:
+        placed, expected_hash = _free_name(ws, home), ""
     text, _ = guarded(ws.index, placed, text, actor=actor, purpose=VERBATIM if verbatim else FULL)
     with ws.lock, lifecycle.holding(placed), ws.store.lock(placed):
-        if lifecycle.place(name, composed, channel, kind) != placed:  # a sprint opened or closed meanwhile
+        if lifecycle.place(name, composed, channel, kind) != home:  # a sprint opened or closed meanwhile
             raise Conflict(f"the open sprint changed while {placed!r} was saved; save it again")
         written = ws.store.write(placed, text, expected_hash=expected_hash)
         ws.index.index_written(written)
     return written.memory
+
+
+def _free_name(ws: Workspace, name: str) -> str:
+    """``name``, or the first of ``name-2``, ``name-3``... that no memory has."""
+    candidate, number = name, 1
+    while ws.store.exists(candidate):
+        number += 1
+        if number > FRESH_SUFFIXES:
+            raise Conflict(f"memories {name!r} to {candidate!r} all exist; give the memory a name")
+        candidate = validate_name(f"{name}-{number}", strict=False)
+    return candidate
 
 
 @audited("edit")

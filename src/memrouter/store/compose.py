@@ -27,12 +27,19 @@ __all__ = [
     "check_content",
     "check_reason",
     "compose",
+    "derive_title",
     "field_changes",
 ]
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_FIELD_CHARS = 500
 MAX_REASON_CHARS = 2000
+# A title made from plain text: its first sentence, cut at a word near this length; a name from its first words.
+DERIVED_TITLE_CHARS = 80
+DERIVED_NAME_WORDS = 8
+DERIVED_NAME_CHARS = 60
+# The name of a plain note whose first words hold no letters or digits of the name alphabet.
+DERIVED_FALLBACK_NAME = "note"
 
 
 def compose(content: str, name: str | None, **fields: Any) -> tuple[str, str]:
@@ -59,11 +66,35 @@ def compose(content: str, name: str | None, **fields: Any) -> tuple[str, str]:
         heading = title = title.strip()
     if title is not None and title == heading:
         title = None
+    derived = name is None and title is None and heading is None
+    if derived:  # plain text: its first sentence is the title (front matter: the text stays as written)
+        title = derive_title(frontmatter.split(content)[1]) or None
     changes = field_changes(title=title, **fields)
     text = frontmatter.update(content, changes) if changes else content
     if name is None:
-        name = _name_from(title or first_heading(frontmatter.split(text)[1]) or "")
+        if derived:
+            name = _name_from(title or "", DERIVED_NAME_CHARS, DERIVED_NAME_WORDS, required=False)
+            name = name or DERIVED_FALLBACK_NAME
+        else:
+            name = _name_from(title or first_heading(frontmatter.split(text)[1]) or "")
     return validate_name(name, strict=False), text
+
+
+def derive_title(body: str) -> str:
+    """A title for text without one: its first line's first sentence, without markdown marks, about
+    ``DERIVED_TITLE_CHARS`` at most (cut at a word); ``""`` for text with no words."""
+    for line in body.splitlines():
+        line = re.sub(r"^\s*(?:[#>*+-]+|\d+[.)])\s*", "", line)  # a heading, quote or list mark
+        line = "".join(char if char.isprintable() else " " for char in line)  # no control characters in a field
+        line = re.sub(r"[*_`]+", "", line).strip()
+        if not re.search(r"\w", line):
+            continue
+        sentence = re.split(r"(?<=[.!?])\s", line, maxsplit=1)[0]
+        if len(sentence) > DERIVED_TITLE_CHARS:
+            cut = sentence[:DERIVED_TITLE_CHARS].rsplit(" ", 1)[0]
+            sentence = cut if len(cut) >= DERIVED_TITLE_CHARS // 2 else sentence[:DERIVED_TITLE_CHARS]
+        return sentence.rstrip(" .,;:!?")
+    return ""
 
 
 def check_content(text: str) -> None:
@@ -125,8 +156,14 @@ def _with_heading(content: str, title: str) -> str:
     return f"{head}# {title}\n\n{body.lstrip()}"
 
 
-def _name_from(title: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:120].strip("-")
-    if not slug:
+def _name_from(title: str, chars: int = 120, words: int | None = None, *, required: bool = True) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    if words is not None:
+        slug = "-".join(slug.split("-")[:words])
+    if len(slug) > chars:
+        cut = slug[:chars].rsplit("-", 1)[0]
+        slug = cut if words is not None and cut else slug[:chars]
+    slug = slug.strip("-")
+    if not slug and required:
         raise InvalidInput("give the memory a name, or content with a '# Title' heading or a title")
     return slug
