@@ -21,6 +21,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from memrouter.config import sections
+from memrouter.config.sections import DEFAULT_GLOBS, AnchorsConfig, ContextConfig, JanitorConfig
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import MODES
 from memrouter.core.records import field, record, replace
@@ -48,8 +50,6 @@ CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
 RETRIEVERS = ("lexical", "dense", "graph")
-# ``[sources] globs`` by default: what agents and people already wrote down in a repository.
-DEFAULT_GLOBS = ("CLAUDE.md", "AGENTS.md", ".cursor/rules/**", "docs/adr/**")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -133,39 +133,6 @@ class IndexConfig:
     # Candidates pgvector's HNSW search keeps per dense query in that database (``hnsw.ef_search``): more
     # finds more of the true nearest chunks in a large project, and takes longer (``bench_pg_scale.py``).
     ef_search: int = 500  # pgindex.connect.EF_SEARCH
-
-
-@record
-class JanitorConfig:
-    """Usage-based ranking decay and the janitor's idea of stale (``memrouter.index.sqlite.access``)."""
-
-    # How much of its score a long-idle memory may lose (0: no decay, the default; at most 1).
-    decay: float = 0.0
-    # Days without an access after which a memory counts as stale (and has lost half its decay).
-    stale_days: float = 90.0
-    # Days without activity after which an active team workflow is idle: the janitor proposes completing it.
-    workflow_idle_days: float = 14.0
-    # Days neither returned by get or search nor changed or verified: the janitor proposes archiving.
-    unused_days: float = 180.0
-
-
-@record
-class AnchorsConfig:
-    """Anchors: what code memories are about, and what a stale one costs in search (``memrouter.anchors``)."""
-
-    # Anchors are also inferred from the text (paths, path:line, path#Symbol, distinctive backticked names).
-    infer: bool = True
-    # The share of its score a stale or broken memory loses in search (still found, marked in ``why``);
-    # measured on the ai-agents golden set by benchmarks/bench_anchors.py (docs/anchors.md).
-    stale_share: float = 0.2
-
-
-@record
-class ContextConfig:
-    """Context assembly (``memrouter.ops.context``)."""
-
-    # The share of a budget kept free for tokenizers that count more than o200k.
-    margin: float = 0.05
 
 
 @record
@@ -301,16 +268,16 @@ class Config:
             from memrouter.config.projectkey import derived_key
 
             index = replace(index, project=derived_key(project or memories))
-        scratch_ttl = _scratch_ttl(settings.get("scratch", {}))
+        scratch_ttl = sections.scratch_ttl(settings.get("scratch", {}))
         team = settings.get("team", {})
         bridge = team.get("claude_flow") if isinstance(team, dict) else None
         if not isinstance(team, dict) or (bridge is not None and not isinstance(bridge, dict)):
             raise ConfigError(f"{source}: [team] and [team.claude_flow] must be tables")
         return cls(
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
-            _janitor_config(settings.get("janitor", {})), _context_config(settings.get("context", {})),
-            _anchors_config(settings.get("anchors", {})), background, bridge, _sources(settings.get("sources", {})),
-            _mcp_tools(settings.get("mcp", {})),
+            sections.janitor_config(settings.get("janitor", {})), sections.context_config(settings.get("context", {})),
+            sections.anchors_config(settings.get("anchors", {})), background, bridge, sections.sources(settings.get("sources", {})),
+            sections.mcp_tools(settings.get("mcp", {})),
         )  # fmt: skip
 
 
@@ -435,84 +402,6 @@ def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
     if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
         raise ConfigError("[index] ef_search must be a whole number from 1 to 1000")
     return IndexConfig(wait, url, project, ef_search)
-
-
-def _section_numbers(section: Any, name: str, defaults: dict[str, float]) -> dict[str, float]:
-    """The numbers of table ``[name]``: each key of ``defaults``, as given or by default."""
-    if not isinstance(section, dict):
-        raise ConfigError(f"[{name}] must be a table")
-    try:
-        return {key: float(section.get(key, default)) for key, default in defaults.items()}
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"[{name}]: {exc}") from exc
-
-
-def _scratch_ttl(section: Any) -> float:
-    ttl = _section_numbers(section, "scratch", {"ttl": 7200.0})["ttl"]
-    if not 0 < ttl <= 7 * 86400:
-        raise ConfigError("[scratch] ttl must be between 0 and 7 days, in seconds")
-    return ttl
-
-
-def _context_config(section: Any) -> ContextConfig:
-    margin = _section_numbers(section, "context", {"margin": ContextConfig().margin})["margin"]
-    if not 0 <= margin <= 0.5:
-        raise ConfigError("[context] margin must be between 0 and 0.5 (a share of the budget)")
-    return ContextConfig(margin)
-
-
-def _janitor_config(section: Any) -> JanitorConfig:
-    default = JanitorConfig()
-    found = _section_numbers(
-        section, "janitor",
-        {"decay": default.decay, "stale_days": default.stale_days, "workflow_idle_days": default.workflow_idle_days,
-         "unused_days": default.unused_days},
-    )  # fmt: skip
-    decay, stale_days, idle_days = found["decay"], found["stale_days"], found["workflow_idle_days"]
-    unused_days = found["unused_days"]
-    if not 0 <= decay <= 1 or not all(0 < days <= 36500 for days in (stale_days, idle_days, unused_days)):
-        raise ConfigError(
-            "[janitor] decay must be between 0 and 1, stale_days, workflow_idle_days and unused_days between 0 and 36500"
-        )
-    return JanitorConfig(decay, stale_days, idle_days, unused_days)
-
-
-def _anchors_config(section: Any) -> AnchorsConfig:
-    if not isinstance(section, dict):
-        raise ConfigError("[anchors] must be a table")
-    infer = section.get("infer", AnchorsConfig().infer)
-    if not isinstance(infer, bool):
-        raise ConfigError(f"[anchors] infer must be true or false, got {infer!r}")
-    share = section.get("stale_share", AnchorsConfig().stale_share)
-    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-        raise ConfigError(f"[anchors] stale_share must be a number from 0 to 1 (0: no lowering), got {share!r}")
-    return AnchorsConfig(infer, float(share))
-
-
-def _sources(section: Any) -> tuple[str, ...]:
-    """``[sources] globs``: repository paths and globs (``**`` any depth); ``[]`` reads no source file."""
-    if not isinstance(section, dict):
-        raise ConfigError("[sources] must be a table")
-    globs = section.get("globs", list(DEFAULT_GLOBS))
-    if not isinstance(globs, list) or not all(isinstance(g, str) and g.strip() for g in globs):
-        raise ConfigError('[sources] globs must be a list of paths or globs, such as ["CLAUDE.md", "docs/adr/**"]')
-    if any(g.strip().startswith("/") or ".." in g.split("/") for g in globs):
-        raise ConfigError("[sources] globs are paths inside the repository (no leading / and no ..)")
-    return tuple(g.strip() for g in globs)
-
-
-def _mcp_tools(section: Any) -> tuple[str, ...]:
-    """``[mcp] tools``: a comma-separated string or a list of profile and tool names (checked by the server)."""
-    if not isinstance(section, dict):
-        raise ConfigError("[mcp] must be a table")
-    tools = section.get("tools", "core")
-    words = tools.split(",") if isinstance(tools, str) else tools
-    if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
-        raise ConfigError('[mcp] tools must be a list of profile or tool names, e.g. ["core", "git"]')
-    chosen = tuple(dict.fromkeys(word.strip() for word in words if word.strip()))
-    if not chosen:
-        raise ConfigError("[mcp] tools must name at least one profile or tool")
-    return chosen
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:
