@@ -33,7 +33,7 @@ async def test_mcp_team_tools_with_client_names_and_a_pinned_agent(memories: Pat
     with Router.open(root=memories, index_dir=index_dir, watch=False) as router:
         server = create_server(MemoryService(router), tools="all")
         pinned = create_server(
-            MemoryService(router), team=TeamService(index_dir, pinned_agent="bob", config=router.config)
+            MemoryService(router), team=TeamService(index_dir, pinned_agent="bob", config=router.config), tools="all"
         )
         async with (
             Client(server, client_info=Implementation(name="alice", version="1")) as alice,
