@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from memrouter.cli.argv import undecodable
 from memrouter.core.model import MODES
 from memrouter.core.query import MAX_LIMIT
 
@@ -149,9 +150,12 @@ def parse_search_argv(argv: Sequence[str], env: Mapping[str, str] | None = None)
     """``argv`` (without the program name) as a search request, or None.
 
     None means "let click decide": any other command, help, an option this
-    parser does not know, a missing or invalid value, or a second argument.
+    parser does not know, a missing or invalid value, a second argument, or a
+    command line that is not text (the group refuses it: ``memrouter.cli.argv``).
     """
     env = os.environ if env is None else env
+    if undecodable(argv, env) is not None:
+        return None
     fields: dict[str, Any] = {
         "root": env.get("MEMROUTER_ROOT") or None,
         "index_dir": env.get("MEMROUTER_INDEX_DIR") or None,
