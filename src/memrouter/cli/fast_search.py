@@ -95,6 +95,10 @@ def run_search(request: SearchRequest) -> int:
         check_query(request.query)  # bad input fails before any index work
         with Router(configured(request.root, request.index_dir, rerank=request.rerank), watch=False) as router:
             started = time.perf_counter()
+            choice = None
+            if request.origin in (None, "canonical") and request.as_of is None:
+                with EmbedProgress(sys.stderr.isatty()) as progress:
+                    choice = router.search_mode(request.mode, progress=progress)
             hits = router.search(
                 request.query, limit=request.limit, mode=request.mode, channels=request.channels,
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
@@ -103,22 +107,60 @@ def run_search(request: SearchRequest) -> int:
                 as_of=request.as_of,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
-            mode = router.effective_mode(request.mode)
+            mode = choice.mode if choice is not None else router.effective_mode(request.mode)
+            notice = _notice(hits) if choice is None else choice.notice
     except MemoryRouterError as exc:
         print(f"memrouter: {exc}", file=sys.stderr)
         return exit_code_for(exc)
     except OSError as exc:
         print(f"memrouter: {exc}", file=sys.stderr)
         return 1
+    if notice is not None:  # never silent: a search that runs without meaning says so, and how to fix it
+        print(f"memrouter: {notice}", file=sys.stderr)
     if request.fmt == "json":
         import json
 
         data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in hits]}
+        if notice is not None:
+            data["notice"] = notice
         print(json.dumps(data, ensure_ascii=False, default=str))
     else:
         print(format_hits(hits))
     sys.stdout.flush()
     return 0
+
+
+class EmbedProgress:
+    """``progress(done, total)`` for embedding before a search: one line on stderr, rewritten, on a terminal
+    (``show``); no output otherwise. Click-free, for the fast path."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.shown = False
+
+    def __enter__(self) -> Any:
+        return self if self.show else None
+
+    def __call__(self, done: int, total: int) -> None:
+        share = done * 100 // max(1, total)
+        bar = "#" * (share // 5)
+        sys.stderr.write(f"\rmemrouter: embedding for hybrid search [{bar:<20}] {done}/{total} chunks")
+        sys.stderr.flush()
+        self.shown = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _notice(hits: Sequence[Any]) -> str | None:
+    """The mode notice a search put in its hits' ``why`` (a search as of a date or commit decides there)."""
+    for hit in hits:
+        for match in hit.why:
+            if match.retriever == "mode":
+                return str(match.detail)
+    return None
 
 
 def configured(root: str | None, index_dir: str | None, *, rerank: bool = False) -> Any:
@@ -223,4 +265,4 @@ def _valid(fields: Mapping[str, Any]) -> bool:
     return True
 
 
-__all__ = ["SearchRequest", "format_hits", "parse_search_argv", "run_search"]
+__all__ = ["EmbedProgress", "SearchRequest", "format_hits", "parse_search_argv", "run_search"]
