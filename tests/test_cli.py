@@ -82,6 +82,19 @@ def test_status_json(cli) -> None:  # type: ignore[no-untyped-def]
     assert data["memories"]["total"] == 6 and data["readonly"] is False
 
 
+def test_status_text_of_an_empty_project_has_no_empty_brackets(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    result = CliRunner().invoke(main, ["--root", str(tmp_path / "m"), "--index-dir", str(tmp_path / "idx"), "status"])
+    assert result.exit_code == 0 and "memories: 0\n" in result.output and "()" not in result.output
+
+
+def test_a_saved_file_ends_with_a_line_end(cli, memories: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("save", "notes/no-newline", "--content", "# No newline\n\nat the end").exit_code == 0
+    assert (memories / "notes" / "no-newline.md").read_text().endswith("at the end\n")
+    assert cli("save", "notes/one-newline", "--content", "# One\n\nline end\n").exit_code == 0
+    assert (memories / "notes" / "one-newline.md").read_text().endswith("line end\n")
+
+
 def test_every_command_has_help() -> None:
     runner = CliRunner()
     for name in main.commands:

@@ -144,6 +144,7 @@ NOT_WRITING: dict[str, str] = {
     "MemoryService.stale_memories": "memrouter.ops.verify.verify: reads the files and git, writes derived state only",
     "Lifecycle.archive": "sets status: archived on a sprint memory; stores no new text",
     "Router.embed_in_background": "writes vectors of indexed memories; stores no memory text",
+    "Router.search_mode": "may write vectors of indexed memories; stores no memory text",
     "Scratchpad.expired": _READS,
     "Scratchpad.collect": "removes expired notes; stores no text",
     "Router.delete": "removes a file; stores no text",

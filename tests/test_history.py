@@ -99,3 +99,22 @@ def test_cli_search_as_of(project: Path) -> None:
         cwd=project, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert [hit["name"] for hit in json.loads(done.stdout)["results"]] == ["decisions/database"]
+
+
+def test_get_as_of_a_branch_finds_a_memory_only_that_branch_has(project: Path) -> None:
+    """``get --as-of feature/x`` and ``search --as-of feature/x`` agree: the branch's history is read, not HEAD's."""
+    root = project / ".serena" / "memories"
+    subprocess.run(["git", "checkout", "-q", "-b", "feature/refunds"], cwd=project, check=True)
+    (root / "decisions" / "refunds.md").write_text("# Refunds\n\nRefunds go back to the original card.\n")
+    commit(project, "refund decision", "2026-04-10T10:00:00+00:00")
+    subprocess.run(["git", "checkout", "-q", "main"], cwd=project, check=True)
+    with Router.open(root=root, watch=False) as router:
+        assert [hit.name for hit in router.search("refunds card", as_of="feature/refunds", mode="lexical")] == [
+            "decisions/refunds"
+        ]
+        memory, version = router.get_as_of("decisions/refunds", "feature/refunds")
+        assert "original card" in memory.text and version.subject == "refund decision"
+        assert "original card" in router.get("decisions/refunds", as_of="feature/refunds").text
+        with pytest.raises(NotFound, match="did not exist"):
+            router.get("decisions/refunds", as_of="main")
+        assert "PostgreSQL 16" in router.get("decisions/datastore", as_of="feature/refunds").text

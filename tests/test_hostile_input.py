@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from helpers import write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,6 +44,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
         ["get", b"\xed\xa0\x80"],
         ["delete", b"\xff"],
         ["save", "x.md.md", "--content", "# twice"],
+        ["team", "get", b"\xff"],
+        ["context", b"\xff"],
+        ["search", "abc", "--as-of", b"\xff"],
     ],
 )
 def test_undecodable_arguments_exit_2_with_one_line(memories: Path, tmp_path: Path, args: list[str | bytes]) -> None:
@@ -50,6 +55,44 @@ def test_undecodable_arguments_exit_2_with_one_line(memories: Path, tmp_path: Pa
     assert done.returncode == 2, done.stderr
     assert b"Traceback" not in done.stderr and done.stderr.count(b"\n") == 1, done.stderr
     assert snapshot(memories) == before
+
+
+def _leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command of the group, as the words that name it (``team get``), subgroups walked."""
+    found: list[tuple[str, ...]] = []
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            found += _leaf_commands(command, (*path, name))
+        else:
+            found.append((*path, name))
+    return found
+
+
+def test_every_command_refuses_a_command_line_that_is_not_text(memories: Path, tmp_path: Path) -> None:
+    """One check in the group every command passes (``memrouter.cli.argv``): no command sees a lone surrogate."""
+    from memrouter.cli import main
+
+    commands = _leaf_commands(main)
+    assert len(commands) > 40 and ("team", "get") in commands and ("context",) in commands
+    before = snapshot(memories)
+    runner = CliRunner()
+    base = ["--root", str(memories), "--index-dir", str(tmp_path / "idx")]
+    for words in commands:
+        for value in ("\udcff", "\ud800", "caf\udce9"):
+            done = runner.invoke(main, [*base, *words, value])
+            assert done.exit_code == 2 and isinstance(done.exception, SystemExit), (words, done.exception)
+            assert done.stderr.startswith("memrouter: argument ") and done.stderr.count("\n") == 1, (words, done.stderr)
+    done = runner.invoke(main, ["status"], env={"MEMROUTER_ROOT": "/m\udcff"})
+    assert done.exit_code == 2 and "MEMROUTER_ROOT" in done.stderr
+    assert snapshot(memories) == before
+
+
+def test_the_search_fast_path_leaves_a_command_line_that_is_not_text_to_the_group() -> None:
+    from memrouter.cli.fast_search import parse_search_argv
+
+    assert parse_search_argv(["search", "caf\udce9"], {}) is None
+    assert parse_search_argv(["search", "café"], {}) is not None
+    assert parse_search_argv(["search", "x"], {"MEMROUTER_INDEX_DIR": "/i\udcff"}) is None
 
 
 def test_a_content_file_that_is_not_utf8_is_refused(memories: Path, tmp_path: Path) -> None:

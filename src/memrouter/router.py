@@ -21,7 +21,17 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.anchors.records import VerifyReport
-    from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
+    from memrouter.core.model import (
+        Entity,
+        GraphPath,
+        Hit,
+        Memory,
+        MemorySummary,
+        ModeChoice,
+        Provenance,
+        Related,
+        Relation,
+    )
     from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
     from memrouter.index.postgres.shared import SharedDatabases
@@ -125,10 +135,20 @@ class Router:
 
     # -- reading -----------------------------------------------------------
     def effective_mode(self, mode: str | None = None) -> str:
-        """The mode a search will use: ``hybrid`` is lexical alone until the index holds vectors
-        (``memrouter index`` builds them), so a search never embeds a corpus by surprise;
-        ``semantic`` asks for vectors explicitly and builds any that are missing."""
+        """The mode a search would run in now (``search_mode`` without embedding anything)."""
         return searching.effective_mode(self.workspace, mode)
+
+    def search_mode(self, mode: str | None = None, *, progress: Progress | None = None) -> ModeChoice:
+        """Get ready to search in ``mode`` (default ``[search] mode``) and say what the search will run in.
+
+        Hybrid means hybrid: when memories lack vectors, their text is embedded first if it is small
+        (``[embed] on_search`` characters; ``progress(done, total)`` counts their chunks), else the search
+        runs keyword-only and ``notice`` says so and how to fix it (``memrouter index``, or ``memrouter
+        serve``, which embeds in the background); the model missing is said the same way. ``search``
+        makes the same choice itself and puts the notice in each hit's ``why``
+        (``memrouter.ops.search.choose_mode``).
+        """
+        return searching.choose_mode(self.workspace, mode, progress=progress)
 
     def search(
         self,

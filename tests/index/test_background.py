@@ -22,7 +22,8 @@ def project(tmp_path: Path, count: int = 24, model: str = "hash") -> Path:
     for n in range(count):
         topic = TOPICS[n % len(TOPICS)]
         write(root, f"{topic}/note-{n}", f"# {topic.title()} note {n}\n\nHow we handle {topic} in service {n}.\n")
-    (root.parent.parent / "memrouter.toml").write_text(f'[embed]\nmodel = "{model}"\n', encoding="utf-8")
+    # on_search = 0: searches never embed, so what gets embedded here is the thread's work alone
+    (root.parent.parent / "memrouter.toml").write_text(f'[embed]\nmodel = "{model}"\non_search = 0\n', encoding="utf-8")
     return root
 
 
@@ -43,7 +44,7 @@ def wait_for(check: Any, what: str, seconds: float = 60.0) -> None:
 def test_lexical_answers_at_once_and_dense_joins_as_vectors_land(tmp_path: Path) -> None:
     root = project(tmp_path)
     with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
-        assert router.search("retry")  # lexical: nothing embedded yet
+        assert router.search("retry")  # keyword-only: nothing embedded yet
         assert dense_status(router)["pending_memories"] == 24 and dense_status(router)["background"] is None
         router.embed_in_background()
         assert router.search("retry")  # answered while the thread works

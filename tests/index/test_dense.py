@@ -33,14 +33,13 @@ def open_router(memories: Path, index_dir: Path, embedder: HashEmbedder) -> Rout
     return router
 
 
-def test_default_mode_is_lexical_until_vectors_exist(memories: Path, tmp_path: Path) -> None:
+def test_the_first_hybrid_search_of_a_small_project_embeds_it(memories: Path, tmp_path: Path) -> None:
     with open_router(memories, tmp_path / "idx", CountingEmbedder()) as router:
-        assert router.effective_mode() == "lexical" and router.effective_mode("hybrid") == "lexical"
+        assert router.effective_mode() == "hybrid" and router.effective_mode("lexical") == "lexical"
+        router.search("postgres", mode="lexical")
+        assert router.workspace.index.dense._embedder is None  # a lexical search never loads the model
+        assert router.status()["dense"]["embedded_memories"] == 0
         router.search("postgres")
-        router.search("postgres", mode="hybrid")
-        assert router.workspace.index.dense._embedder is None  # no model loaded: hybrid has only lexical so far
-        router.refresh(embed=True)
-        assert router.effective_mode() == "hybrid"
         assert router.status()["dense"]["embedded_memories"] == 6
 
 
@@ -86,7 +85,7 @@ def test_vectors_of_another_model_are_never_searched(memories: Path, tmp_path: P
     with open_router(memories, tmp_path / "idx", other) as router:
         status = router.status()["dense"]
         assert status["other_model_chunks"] > 0 and status["reembed_needed"] and status["chunks"] == 0
-        assert router.effective_mode() == "lexical"
+        assert router.status()["dense"]["pending_memories"] == 6  # none has vectors of this model
         router.refresh(embed=True, reembed=True)
         status = router.status()["dense"]
         assert status["other_model_chunks"] == 0 and status["embedded_memories"] == 6

@@ -64,7 +64,7 @@ def test_damage_is_moved_aside_once_and_only_the_newest_copy_is_kept(memories: P
         status = later.status()
         assert status["index"]["last_repair"]["moved_to"] == kept[0].name
         assert status["index"]["kept_damaged_files"] == [kept[0].name]
-        assert status["warnings"] == []
+        assert [w for w in status["warnings"] if "no vectors yet" not in w] == []  # the repair is history
 
 
 def test_damage_while_another_process_has_it_open_is_left_alone(memories: Path, tmp_path: Path) -> None:

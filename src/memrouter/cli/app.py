@@ -9,6 +9,8 @@ Errors print one clear line on stderr.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from memrouter import __version__
@@ -28,13 +30,26 @@ from memrouter.cli import (
     ui,
     verify,
 )
+from memrouter.cli.argv import undecodable
 from memrouter.cli.common import State, click_options
 from memrouter.cli.search_options import GROUP_OPTIONS
 
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CommandGroup(click.Group):
+    """The group every command line passes through: it refuses one that is not text before any command runs
+    (``memrouter.cli.argv``), with one line on stderr and exit 2."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        problem = undecodable(args, os.environ)
+        if problem is not None:
+            click.echo(f"memrouter: {problem}", err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click_options(GROUP_OPTIONS)
 @click.version_option(version=__version__)
 @click.pass_context

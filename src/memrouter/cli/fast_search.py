@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from memrouter.cli.argv import undecodable
 from memrouter.cli.search_options import GROUP_OPTIONS, SEARCH_OPTIONS, Option
 from memrouter.core.records import record
 
@@ -69,6 +70,10 @@ def run_search(request: SearchRequest) -> int:
         check_query(request.query)  # bad input fails before any index work
         with Router(configured(request.root, request.index_dir, rerank=request.rerank), watch=False) as router:
             started = time.perf_counter()
+            choice = None
+            if request.origin in (None, "canonical") and request.as_of is None:
+                with EmbedProgress(sys.stderr.isatty()) as progress:
+                    choice = router.search_mode(request.mode, progress=progress)
             hits = router.search(
                 request.query, limit=request.limit, mode=request.mode, channels=request.channels,
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
@@ -77,22 +82,60 @@ def run_search(request: SearchRequest) -> int:
                 as_of=request.as_of,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
-            mode = router.effective_mode(request.mode)
+            mode = choice.mode if choice is not None else router.effective_mode(request.mode)
+            notice = _notice(hits) if choice is None else choice.notice
     except MemoryRouterError as exc:
         print(f"memrouter: {exc}", file=sys.stderr)
         return exit_code_for(exc)
     except OSError as exc:
         print(f"memrouter: {exc}", file=sys.stderr)
         return 1
+    if notice is not None:  # never silent: a search that runs without meaning says so, and how to fix it
+        print(f"memrouter: {notice}", file=sys.stderr)
     if request.fmt == "json":
         import json
 
         data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in hits]}
+        if notice is not None:
+            data["notice"] = notice
         print(json.dumps(data, ensure_ascii=False, default=str))
     else:
         print(format_hits(hits))
     sys.stdout.flush()
     return 0
+
+
+class EmbedProgress:
+    """``progress(done, total)`` for embedding before a search: one line on stderr, rewritten, on a terminal
+    (``show``); no output otherwise. Click-free, for the fast path."""
+
+    def __init__(self, show: bool) -> None:
+        self.show = show
+        self.shown = False
+
+    def __enter__(self) -> Any:
+        return self if self.show else None
+
+    def __call__(self, done: int, total: int) -> None:
+        share = done * 100 // max(1, total)
+        bar = "#" * (share // 5)
+        sys.stderr.write(f"\rmemrouter: embedding for hybrid search [{bar:<20}] {done}/{total} chunks")
+        sys.stderr.flush()
+        self.shown = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _notice(hits: Sequence[Any]) -> str | None:
+    """The mode notice a search put in its hits' ``why`` (a search as of a date or commit decides there)."""
+    for hit in hits:
+        for match in hit.why:
+            if match.retriever == "mode":
+                return str(match.detail)
+    return None
 
 
 def configured(root: str | None, index_dir: str | None, *, rerank: bool = False) -> Any:
@@ -123,9 +166,12 @@ def parse_search_argv(argv: Sequence[str]) -> SearchRequest | None:
     """``argv`` (without the program name) as a search request, or None.
 
     None means "let click decide": any other command, help, an option the tables of
-    ``memrouter.cli.search_options`` do not hold, a missing or invalid value, or a second argument. What it
-    accepts, click accepts and reads the same way (the same tables build the click command).
+    ``memrouter.cli.search_options`` do not hold, a missing or invalid value, a second argument, or a command
+    line that is not text (the group refuses it: ``memrouter.cli.argv``). What it accepts, click accepts and
+    reads the same way (the same tables build the click command).
     """
+    if undecodable(argv, os.environ) is not None:
+        return None
     args = list(argv)
     position = 0
     while position < len(args) and args[position].startswith("-"):  # the group's options, before the command
@@ -206,4 +252,4 @@ def _valid(option: Option, value: str) -> bool:
     return not option.folder or (value != "" and not os.path.isfile(value))  # click.Path(file_okay=False)
 
 
-__all__ = ["SearchRequest", "format_hits", "parse_search_argv", "run_search"]
+__all__ = ["EmbedProgress", "SearchRequest", "format_hits", "parse_search_argv", "run_search"]

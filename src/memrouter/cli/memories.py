@@ -233,7 +233,7 @@ def status(state: State, fmt: str) -> None:
             + ("" if data["index"]["mode"] == "file" else f", {data['index']['mode']}")
             + (f", {data['index']['busy_waits']} busy waits" if data["index"]["busy_waits"] else "")
             + ")",
-            f"memories: {mem['total']} (" + ", ".join(f"{k} {v}" for k, v in mem["by_channel"].items() if v) + ")",
+            f"memories: {mem['total']}" + (f" ({by_channel})" if (by_channel := _counts(mem["by_channel"])) else ""),
         ]
         current = data["sprint"]["current"]
         if current:
@@ -256,6 +256,11 @@ def status(state: State, fmt: str) -> None:
         return "\n".join(lines)
 
     emit(fmt, data, text)
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``long_term 3, sprint 1``: the non-zero counts."""
+    return ", ".join(f"{key} {value}" for key, value in counts.items() if value)
 
 
 @click.command()

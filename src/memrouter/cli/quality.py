@@ -65,7 +65,10 @@ def eval_(state: State, dataset: str, mode: str | None, ks: str, details: bool, 
     cutoffs = _parse_ks(ks)
     queries = load_golden(dataset)
     router = state.router(rerank=rerank)
-    mode = router.effective_mode(mode)  # hybrid is lexical until the index holds vectors
+    choice = router.search_mode(mode)  # hybrid embeds what is missing first, or says it runs keyword-only
+    if choice.notice is not None:
+        click.echo(f"memrouter: {choice.notice}", err=True)
+    mode = choice.mode
     depth = max(10, *cutoffs)
     router.search(queries[0].query, limit=depth, mode=mode)  # warm caches and models first
     report = evaluate(lambda q: [h.name for h in router.search(q, limit=depth, mode=mode)], queries, cutoffs)

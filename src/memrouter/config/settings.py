@@ -50,6 +50,7 @@ CONFIG_FILE = "memrouter.toml"
 STATE_DIR = ".memrouter"
 MEMORIES = Path(".serena") / "memories"
 RETRIEVERS = ("lexical", "dense", "graph")
+EMBED_ON_SEARCH = 100_000  # characters: ``[embed] on_search``
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
@@ -68,7 +69,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
-    "embed": ("model", "background"),
+    "embed": ("model", "background", "on_search"),
     "index": ("write_wait", "url", "project", "ef_search"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
@@ -162,6 +163,11 @@ class Config:
     # The tools ``memrouter serve`` offers (``[mcp] tools``): profile and tool names, checked by
     # ``memrouter.mcp.profiles`` when a server is made.
     mcp_tools: tuple[str, ...] = ("core",)
+    # A hybrid search embeds the memories lacking vectors first when their text is at most this many characters
+    # (``[embed] on_search``; 0: never): a small project's first search is hybrid without `memrouter index`, a
+    # large one runs keyword-only and says so. 100,000 characters take about ten seconds on two cores
+    # (benchmarks/bench_first_search.py).
+    embed_on_search: int = EMBED_ON_SEARCH
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -179,6 +185,7 @@ class Config:
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
             "embed_background": self.embed_background,
+            "embed_on_search": self.embed_on_search,
             "write_wait": self.index.write_wait,
             "ef_search": self.index.ef_search,
             "database": redacted_url(self.index.url) if self.index.url else None,
@@ -263,6 +270,9 @@ class Config:
         background = embed.get("background", True)
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
+        on_search = embed.get("on_search", EMBED_ON_SEARCH)
+        if isinstance(on_search, bool) or not isinstance(on_search, int) or on_search < 0:
+            raise ConfigError(f"{source}: [embed] on_search must be a whole number of characters >= 0 (0: never)")
         index = _index_config(settings.get("index", {}), env)
         if index.url and not index.project:  # resolved once, and refused now rather than on the first search
             from memrouter.config.projectkey import derived_key
@@ -277,7 +287,7 @@ class Config:
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             sections.janitor_config(settings.get("janitor", {})), sections.context_config(settings.get("context", {})),
             sections.anchors_config(settings.get("anchors", {})), background, bridge, sections.sources(settings.get("sources", {})),
-            sections.mcp_tools(settings.get("mcp", {})),
+            sections.mcp_tools(settings.get("mcp", {})), on_search,
         )  # fmt: skip
 
 

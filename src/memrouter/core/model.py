@@ -20,6 +20,7 @@ __all__ = [
     "MemorySummary",
     "Match",
     "Hit",
+    "ModeChoice",
     "Provenance",
     "Filters",
     "Entity",
@@ -251,6 +252,33 @@ class Hit:
             data["validity"] = self.validity
         if self.provenance is not None:
             data["provenance"] = self.provenance.to_dict()
+        return data
+
+
+@record
+class ModeChoice:
+    """The mode a search runs in (``mode``), the one it was asked for (``asked``), and, when they differ or the
+    vectors cover only part of the memories, what to say about it (``notice``: on stderr, in ``status``, in each
+    hit's ``why`` and in the web UI). ``pending``: memories without vectors when the choice was made;
+    ``embedded``: how many of those the search embedded first."""
+
+    asked: str
+    mode: str
+    pending: int = 0
+    embedded: int = 0
+    notice: str | None = None
+
+    @property
+    def degraded(self) -> bool:
+        """The search runs without the meaning retriever it was asked to use."""
+        return self.mode != self.asked
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"asked": self.asked, "mode": self.mode, "pending": self.pending}
+        if self.embedded:
+            data["embedded"] = self.embedded
+        if self.notice is not None:
+            data["notice"] = self.notice
         return data
 
 

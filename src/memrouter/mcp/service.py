@@ -92,7 +92,7 @@ class MemoryService:
         ``limit`` and ``mode`` default to the project's configuration; the
         flags bring back, marked in ``validity``, what a default search leaves out.
         """
-        mode = self.router.effective_mode(mode)
+        choice = self.router.search_mode(mode) if as_of is None else None  # embeds what is missing, when cheap
         hits = self.router.search(
             query,
             limit=limit,
@@ -114,8 +114,14 @@ class MemoryService:
             if "provenance" in item:  # only what it says: every key costs the agent context
                 item["provenance"] = _compact(item["provenance"])
             results.append(_compact(item))
-        retrievers = sorted({m.retriever for hit in hits for m in hit.why})
-        return {"query": query, "mode": mode, "retrievers": retrievers, "results": results}
+        retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})
+        found: dict[str, Any] = {
+            "query": query, "mode": choice.mode if choice is not None else self.router.effective_mode(mode),
+            "retrievers": retrievers, "results": results,
+        }  # fmt: skip
+        if choice is not None and choice.notice is not None:  # the agent is told when meaning was left out
+            found["notice"] = choice.notice
+        return found
 
     def get(self, memory_name: str, as_of: str | None = None) -> dict[str, Any]:
         """One memory: its fields and, under ``content``, the file text as stored (or as committed at ``as_of``)."""

@@ -46,8 +46,9 @@ class Version:
         }  # fmt: skip
 
 
-def versions(file: Path, limit: int = 20) -> list[Version]:
-    """The commits that changed ``file`` (renames followed), newest first."""
+def versions(file: Path, limit: int = 20, *, start: str | None = None) -> list[Version]:
+    """The commits that changed ``file`` (renames followed), newest first: in ``HEAD``'s history, or in
+    ``start``'s (a commit resolved by ``resolve_revision``: another branch's)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_VERSIONS:
         raise InvalidInput(f"limit must be a whole number between 1 and {MAX_VERSIONS}")
 
@@ -57,7 +58,10 @@ def versions(file: Path, limit: int = 20) -> list[Version]:
         relative = file.resolve().relative_to(top).as_posix()
     except ValueError as exc:
         raise InvalidInput(f"{file} is not inside the git repository {top}") from exc
-    output = session.run("log", _FORMAT, "--name-status", "--follow", f"--max-count={limit}", "--", relative).stdout
+    since = [start] if start is not None else []
+    output = session.run(
+        "log", *since, _FORMAT, "--name-status", "--follow", f"--max-count={limit}", "--", relative
+    ).stdout
     found: list[Version] = []
     for record in output.split("\x1e")[1:]:
         head, _, changes = record.partition("\n")
@@ -111,6 +115,8 @@ def version_at(name: str, file: Path, as_of: str) -> tuple[Memory, Version]:
     # The file's versions as followed back from today (so renames after ``as_of`` are
     # crossed), newest first: the first one inside ``commit``'s history is the one then.
     version = next((v for v in versions(file, MAX_VERSIONS) if _reaches(session, v.commit, commit)), None)
+    if version is None:  # never on HEAD's side (a memory only another branch has): follow back from ``commit``
+        version = next(iter(versions(file, 1, start=commit)), None)
     if version is None or version.change == "D":
         raise NotFound(f"memory {name!r} did not exist as of {as_of}")
     shown = session.run("show", f"{commit}:{version.path}", check=False)

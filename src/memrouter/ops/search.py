@@ -12,8 +12,8 @@ from __future__ import annotations
 import builtins
 
 from memrouter.core.effect import HISTORY_RULES, out_of_effect
-from memrouter.core.errors import InvalidInput
-from memrouter.core.model import MODES, Hit
+from memrouter.core.errors import InvalidInput, NotInstalled
+from memrouter.core.model import MODES, Hit, Match, ModeChoice
 from memrouter.core.query import check_limit, check_query, iso_time, make_filters, search_filters
 from memrouter.core.records import replace
 from memrouter.index.search import CANONICAL
@@ -24,8 +24,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from memrouter.index.sqlite.refresh import Progress
 
-__all__ = ["effective_mode", "past", "search"]
+
+__all__ = ["FIX", "choose_mode", "effective_mode", "past", "search"]
 
 
 def _marked(ws: Workspace, hits: builtins.list[Hit], now: float) -> builtins.list[Hit]:
@@ -41,15 +43,62 @@ def _marked(ws: Workspace, hits: builtins.list[Hit], now: float) -> builtins.lis
     return sorted(marked, key=lambda hit: hit.validity is not None)
 
 
+FIX = "run `memrouter index` to embed them now, or `memrouter serve`, which embeds in the background"
+
+
+def choose_mode(
+    ws: Workspace, mode: str | None = None, *, embed: bool = True, progress: Progress | None = None
+) -> ModeChoice:
+    """See ``Router.search_mode``: the mode a search runs in, having embedded what is missing when that is cheap.
+
+    ``lexical`` is lexical. ``semantic`` embeds every memory lacking vectors (``NotInstalled`` without the
+    model). ``hybrid`` uses the vectors when every memory has them; otherwise it embeds the missing ones first
+    when their text is at most ``[embed] on_search`` characters (``progress(done, total)`` over their chunks),
+    and else runs keyword-only, with a notice saying so and how to fix it. With a background embedder running
+    (``memrouter serve``) it never waits: it uses the vectors there are, and says what is still missing.
+    ``embed=False`` decides without embedding (what the search would do).
+    """
+    asked = mode or ws.config.search.mode
+    if asked not in MODES:
+        raise InvalidInput(f"unknown search mode {asked!r}; use {', '.join(MODES)}")
+    if asked == "lexical":
+        return ModeChoice(asked, asked)
+    index = ws.index
+    ws.ensure_fresh()  # the files first: a memory written by hand since is pending too
+    pending, chars = index.indexed(index.pending_vectors)
+    if pending == 0:
+        return ModeChoice(asked, asked)
+    if index.embedding_in_background:
+        if asked == "semantic" or index.indexed(lambda: index.dense.has_vectors(ws.conn)):
+            note = f"{pending} memories are still being embedded in the background; meaning covers the others so far"
+            return ModeChoice(asked, asked, pending, notice=note)
+        note = f"keyword-only: the {pending} memories are being embedded in the background; meaning joins as they land"
+        return ModeChoice(asked, "lexical", pending, notice=note)
+    if asked == "semantic":  # asks for vectors explicitly: every missing one is embedded, however many
+        done = index.indexed(lambda: index.embed_pending(progress)) if embed else 0
+        return ModeChoice(asked, asked, pending, done)
+    problem = index.embedder_problem()
+    if problem is not None:
+        return ModeChoice(asked, "lexical", pending, notice=f"keyword-only: {problem}")
+    limit = ws.config.embed_on_search
+    if chars > limit:
+        note = (
+            f"keyword-only: {pending} memories have no vectors yet ({chars:,} characters; a search embeds at most "
+            f"{limit:,}); {FIX}"
+        )
+        return ModeChoice(asked, "lexical", pending, notice=note)
+    if not embed:
+        return ModeChoice(asked, asked, pending)
+    try:
+        done = index.indexed(lambda: index.embed_pending(progress))
+    except NotInstalled as exc:
+        return ModeChoice(asked, "lexical", pending, notice=f"keyword-only: {exc}")
+    return ModeChoice(asked, asked, pending, done)
+
+
 def effective_mode(ws: Workspace, mode: str | None = None) -> str:
-    """See ``Router.effective_mode``: ``hybrid`` is lexical alone until the index holds vectors."""
-    mode = mode or ws.config.search.mode
-    if mode not in MODES:
-        raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
-    if mode == "hybrid":
-        has_vectors = ws.index.indexed(lambda: ws.index.dense.has_vectors(ws.conn))
-        return mode if has_vectors else "lexical"
-    return mode
+    """See ``Router.effective_mode``: the mode a search would run in now (nothing is embedded to tell)."""
+    return choose_mode(ws, mode, embed=False).mode
 
 
 def past(ws: Workspace, as_of: str) -> Workspace:
@@ -96,13 +145,18 @@ def search(
     asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
     now = ws.clock()
     filters = search_filters(asked, now, history=include_history, archived=include_archived)
-    mode = effective_mode(ws, mode)
     if origin is not None and origin != CANONICAL:
+        if mode is not None and mode not in MODES:
+            raise InvalidInput(f"unknown search mode {mode!r}; use {', '.join(MODES)}")
         return ws.external().search_one(origin, query, limit, content)
+    choice = choose_mode(ws, mode)
 
     def canonical() -> builtins.list[Hit]:
-        ws.ensure_fresh(embedded=mode != "lexical")
-        found = ws.pipeline.run(query, limit, mode, filters, content, now)
+        ws.ensure_fresh(embedded=choice.mode != "lexical")
+        found = ws.pipeline.run(query, limit, choice.mode, filters, content, now)
+        if choice.notice is not None:  # the mode is never changed silently: each hit says so
+            note = Match("mode", 0, float(choice.pending), choice.notice)
+            found = [replace(hit, why=(*hit.why, note)) for hit in found]
         return _marked(ws, found, now) if filters.now is None or filters.archived else found
 
     hits = ws.index.indexed(canonical)

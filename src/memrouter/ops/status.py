@@ -5,6 +5,7 @@ from __future__ import annotations
 from memrouter.index.sqlite.anchor_marks import state_counts
 from memrouter.ops.external import backend_status
 from memrouter.ops.lifecycle import Lifecycle
+from memrouter.ops.search import FIX
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def status(ws: Workspace) -> dict[str, Any]:
     database = ws.index.indexed(ws.reader.status)  # before the index's part: a fallback adds a warning
     index = ws.index.status()
     sprint, sprint_warnings = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).status()
-    warnings = index.pop("warnings") + sprint_warnings
+    warnings = index.pop("warnings") + sprint_warnings + _vector_warnings(ws, index["dense"])
     warnings += [f"unknown configuration key {key!r} (ignored)" for key in ws.config.unknown_keys]
     return {
         "root": str(ws.config.root),
@@ -46,3 +47,27 @@ def _anchors(ws: Workspace) -> dict[str, Any]:
         "fresh": counts.get("fresh", 0), "stale": counts.get("stale", 0), "broken": counts.get("broken", 0),
         "unknown": counts.get("unknown", 0), "checked_at": found["head"],
     }  # fmt: skip
+
+
+def _vector_warnings(ws: Workspace, dense: dict[str, Any]) -> list[str]:
+    """What keeps searches from using meaning, when the configured mode wants it: memories without vectors
+    (and what the next search does about them), the model missing (also in ``dense.problem``)."""
+    problem = ws.index.embedder_problem()
+    dense["problem"] = problem
+    if ws.config.search.mode == "lexical":
+        return []
+    if problem is not None:
+        return [f"{problem}: hybrid search runs keyword-only"]
+    pending = dense["pending_memories"]
+    if not pending:
+        return []
+    if ws.index.embedding_in_background:
+        return [f"{pending} memories have no vectors yet: the background embedder is embedding them"]
+    _, chars = ws.index.indexed(ws.index.pending_vectors)
+    limit = ws.config.embed_on_search
+    if chars <= limit:
+        return [
+            f"{pending} memories have no vectors yet: the next hybrid search embeds them first ({chars:,} characters)"
+        ]
+    return [f"{pending} memories have no vectors yet ({chars:,} characters, more than a search embeds: "
+            f"[embed] on_search = {limit:,}): hybrid search runs keyword-only; {FIX}"]  # fmt: skip

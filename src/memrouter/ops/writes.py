@@ -52,6 +52,8 @@ def save(
     """
     fields = fields or {}
     composed, text = compose(content, name, **fields)
+    if not verbatim and not text.endswith("\n"):
+        text += "\n"  # a text file ends with a line end (git, diff and cat expect one); Serena's tools write as given
     lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)
     channel, kind = fields.get("channel"), fields.get("kind")
     home = placed = lifecycle.place(name, composed, channel, kind)

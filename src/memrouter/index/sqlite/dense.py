@@ -103,6 +103,18 @@ class DenseIndex:
         return self._embedder
 
     @property
+    def loaded(self) -> bool:
+        """The model is loaded (embedding costs only the text from now on)."""
+        return self._embedder is not None
+
+    def problem(self) -> str | None:
+        """Why the embedder cannot load, found without loading it (``memrouter.embed.unavailable``); None once
+        loaded or when a factory was given."""
+        if self._embedder is not None or self._factory is not None:
+            return None
+        return embedding.unavailable(self.embedder_name)
+
+    @property
     def model_id(self) -> str:
         """The id vectors are tagged with (known without loading the model when possible)."""
         if self._model_id is None:
@@ -181,21 +193,36 @@ class DenseIndex:
         row = conn.execute("SELECT 1 FROM chunks WHERE model = ? LIMIT 1", (self.model_id,)).fetchone()
         return row is not None
 
-    def pending(self, conn: sqlite3.Connection, limit: int | None = None) -> list[sqlite3.Row]:
-        """Memories with no chunks for their current hash and the current model (the first ``limit``);
-        with ``tokens`` on, also those with a chunk lacking token vectors."""
-        lacking = (
+    def _lacking(self) -> str:
+        """The SQL condition on memory ``m``: no chunks for its current hash and the current model (``?1``);
+        with ``tokens`` on, or a chunk without token vectors."""
+        tokens = (
             " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = ?1 AND NOT EXISTS ("
             "SELECT 1 FROM chunk_tokens t WHERE t.chunk_id = c.id))"
             if self.tokens
             else ""
         )
+        return f"(NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1){tokens})"
+
+    def pending(
+        self, conn: sqlite3.Connection, limit: int | None = None, *, names: list[str] | None = None
+    ) -> list[sqlite3.Row]:
+        """Memories with no chunks for their current hash and the current model (the first ``limit``; only
+        ``names`` when given); with ``tokens`` on, also those with a chunk lacking token vectors."""
+        only = f" AND m.name IN ({', '.join(f'?{3 + i}' for i in range(len(names)))})" if names else ""
         return conn.execute(
-            "SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE NOT EXISTS ("
-            f"SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1){lacking} "
+            f"SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE {self._lacking()}{only} "
             "ORDER BY m.id LIMIT ?2",
-            (self.model_id, -1 if limit is None else limit),
+            (self.model_id, -1 if limit is None else limit, *(names or ())),
         ).fetchall()
+
+    def pending_size(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        """How many memories ``pending`` would return, and the characters of their text (what embedding them costs)."""
+        count, chars = conn.execute(
+            f"SELECT count(*), coalesce(sum(length(m.body)), 0) FROM memories m WHERE {self._lacking()}",
+            (self.model_id,),
+        ).fetchone()
+        return int(count), int(chars)
 
     def status(self, conn: sqlite3.Connection) -> DenseStatus:
         model = self.model_id
@@ -213,7 +240,7 @@ class DenseIndex:
             if self.tokens
             else None
         )
-        pending = len(self.pending(conn)) if self.tokens else total - embedded
+        pending = self.pending_size(conn)[0] if self.tokens else total - embedded
         return DenseStatus(model, chunks, embedded, pending, other, tokens)
 
     # -- writing -----------------------------------------------------------
@@ -234,14 +261,17 @@ class DenseIndex:
         self.store(conn, work, self.compute(work, progress=progress))
         return len(work.memories)
 
-    def plan(self, conn: sqlite3.Connection, limit: int | None = None) -> PendingWork | None:
-        """The chunks of (at most ``limit``) memories lacking vectors; ``None`` when none does.
+    def plan(
+        self, conn: sqlite3.Connection, limit: int | None = None, *, names: list[str] | None = None
+    ) -> PendingWork | None:
+        """The chunks of (at most ``limit``) memories lacking vectors (only ``names`` when given); ``None`` when
+        none does.
 
         ``plan``, ``compute`` and ``store`` are ``embed_pending`` in three steps, so
         a caller may compute (the slow step, which needs no connection) without
         holding the index (``memrouter.index.sqlite.background``).
         """
-        todo = self.pending(conn, limit)  # a batch reads only its own bodies
+        todo = self.pending(conn, limit, names=names)  # a batch reads only its own bodies
         if not todo:
             return None
 
@@ -323,6 +353,10 @@ class DenseIndex:
         return len(keep)
 
     # -- searching ---------------------------------------------------------
+    def generations(self, conn: sqlite3.Connection) -> tuple[str, str, str]:
+        """(epoch, index generation, dense generation): changes whenever a memory or its vectors do."""
+        return self._generation_of(conn)
+
     def _generation_of(self, conn: sqlite3.Connection) -> tuple[str, str, str]:
         rows = dict(
             conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'dense_generation', 'epoch')")

@@ -95,6 +95,8 @@ class IndexKeeper:
         # Dense retrieval loads on first use (see ``dense``), never for lexical search.
         self._dense: DenseIndex | None = None
         self._dense_checked: str | None = None
+        # (index and dense generations, (memories lacking vectors, characters of their text)): counted once per change
+        self._pending: tuple[tuple[str, str, str], tuple[int, int]] | None = None
         self._graph: GraphCache | None = None
         self._background: BackgroundEmbedder | None = None
         self._closed = False
@@ -301,6 +303,35 @@ class IndexKeeper:
         finally:
             self.conn.write_wait = saved
 
+    @property
+    def embedding_in_background(self) -> bool:
+        """A background thread embeds pending memories (``memrouter serve``): searches never wait for it."""
+        return self._background is not None and self._background.running
+
+    @property
+    def warm(self) -> bool:
+        """The embedding model is loaded in this process, so embedding one memory costs only its own text."""
+        return self._dense is not None and self._dense.loaded
+
+    def pending_vectors(self) -> tuple[int, int]:
+        """How many memories lack vectors for the current model, and the characters of their text (counted
+        again only after the index or its vectors changed)."""
+        dense = self.dense
+        generations = dense.generations(self.conn)
+        if self._pending is None or self._pending[0] != generations:
+            self._pending = (generations, dense.pending_size(self.conn))
+        return self._pending[1]
+
+    def embedder_problem(self) -> str | None:
+        """Why the configured embedder cannot load (its model is not installed...), found without loading it."""
+        return self.dense.problem()
+
+    def embed_pending(self, progress: Progress | None = None) -> int:
+        """Embed every memory lacking vectors now (``NotInstalled`` without the model); how many."""
+        done = self.dense.embed_pending(self.conn, progress=progress)
+        self._dense_checked = queries.generation(self.conn)
+        return done
+
     def ensure_embedded(self) -> None:
         """Embed memories added or changed since the last check (cheap when none); with a background
         thread embedding, nothing: a search uses the vectors there are and never waits."""
@@ -337,6 +368,25 @@ class IndexKeeper:
         self._index_or_defer(upsert, written.memory.name)
         if self._background is not None:
             self._background.wake()
+        elif self.warm:
+            self._embed_written(written.memory.name)
+
+    def _embed_written(self, name: str) -> None:
+        """Embed a memory just written, the model being loaded already (cheap: its own text); should that fail,
+        the memory waits for the next search or ``memrouter index``, as ``status`` says."""
+        from memrouter.core.errors import MemoryRouterError
+
+        dense = self.dense
+
+        def embed() -> None:
+            work = dense.plan(self.conn, names=[name])
+            if work is not None:
+                dense.store(self.conn, work, dense.compute(work))
+
+        try:
+            self.indexed(embed)
+        except (MemoryRouterError, RuntimeError, ValueError) as exc:  # RuntimeError/ValueError: the model runtime's
+            log.warning("memory %s is saved and indexed, but not embedded now: %s", name, exc)
 
     def unindex(self, name: str) -> None:
         """Drop a deleted memory's rows (deferred like ``index_written`` when the index is busy)."""

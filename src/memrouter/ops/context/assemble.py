@@ -39,7 +39,7 @@ from memrouter.ops.context.render import FORMATS, render
 from memrouter.ops.context.tokens import count_tokens, truncate_lines
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.ops.reading import get, list_memories, pinned
-from memrouter.ops.search import search
+from memrouter.ops.search import choose_mode, search
 from memrouter.ops.task import TaskContextStore
 from memrouter.repo.git import GitSession
 from memrouter.team.team import in_use
@@ -90,9 +90,13 @@ def assemble_context(
     task = task or stored_task
     context = Context(query, task, max_tokens, format=format)
     budget = int(max_tokens * (1 - ws.config.context.margin))
-    left = budget - count_tokens(render(replace(context, blocks={"system": [ContextItem("system", SYSTEM_TEXT)]})))
-    context.blocks["system"] = [ContextItem("system", SYSTEM_TEXT)]
     wanted = query or task
+    system = SYSTEM_TEXT
+    notice = choose_mode(ws).notice if wanted and as_of is None else None  # embeds what is missing, when cheap
+    if notice is not None:  # the reader knows the knowledge below was found by keywords alone
+        system += f" Search note: {notice}."
+    left = budget - count_tokens(render(replace(context, blocks={"system": [ContextItem("system", system)]})))
+    context.blocks["system"] = [ContextItem("system", system)]
     gatherers: dict[str, Callable[[int], list[ContextItem]]] = {
         "project": lambda share: _project(ws, wanted, share),
         "task": lambda share: _task(ws, task, share),
