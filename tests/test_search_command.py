@@ -190,7 +190,9 @@ def test_the_console_script_searches_without_importing_click(memories: Path, tmp
 
 def test_the_console_script_exits_with_the_search_code(memories: Path, tmp_path: Path) -> None:
     argv = ["--root", str(memories), "--index-dir", str(tmp_path / "idx"), "search"]
-    done = _console_script([*argv, "no such words anywhere", "--format", "json"], capture_output=True)
+    done = _console_script(
+        [*argv, "no such words anywhere", "--mode", "lexical", "--format", "json"], capture_output=True
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["results"] == []
     bad = _console_script([*argv, "bell \x07 query"], capture_output=True)
     assert bad.returncode == 2 and bad.stdout == ""

@@ -21,17 +21,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from memrouter.anchors.records import VerifyReport
-    from memrouter.core.model import (
-        Entity,
-        GraphPath,
-        Hit,
-        Memory,
-        MemorySummary,
-        ModeChoice,
-        Provenance,
-        Related,
-        Relation,
-    )
+    from memrouter.core import model
+    from memrouter.core.model import Entity, GraphPath, Hit, Memory, MemorySummary, Provenance, Related, Relation
     from memrouter.external.sync.validate import FreshnessReport
     from memrouter.guard import Verdict
     from memrouter.index.postgres.shared import SharedDatabases
@@ -138,16 +129,9 @@ class Router:
         """The mode a search would run in now (``search_mode`` without embedding anything)."""
         return searching.effective_mode(self.workspace, mode)
 
-    def search_mode(self, mode: str | None = None, *, progress: Progress | None = None) -> ModeChoice:
-        """Get ready to search in ``mode`` (default ``[search] mode``) and say what the search will run in.
-
-        Hybrid means hybrid: when memories lack vectors, their text is embedded first if it is small
-        (``[embed] on_search`` characters; ``progress(done, total)`` counts their chunks), else the search
-        runs keyword-only and ``notice`` says so and how to fix it (``memrouter index``, or ``memrouter
-        serve``, which embeds in the background); the model missing is said the same way. ``search``
-        makes the same choice itself and puts the notice in each hit's ``why``
-        (``memrouter.ops.search.choose_mode``).
-        """
+    def search_mode(self, mode: str | None = None, *, progress: Progress | None = None) -> model.ModeChoice:
+        """Get ready to search in ``mode`` and say what it will run in: missing vectors of a small text embedded
+        first (``progress(done, total)``), else keyword-only with a ``notice`` (``ops.search.choose_mode``)."""
         return searching.choose_mode(self.workspace, mode, progress=progress)
 
     def search(
@@ -171,12 +155,9 @@ class Router:
     ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
-        ``limit`` and ``mode`` default to the configuration's ``[search]``.
-        ``origin`` picks where results come from: ``None`` (the default) is
-        the canonical results, then what healthy external backends add
-        (never failing when one is down); ``"canonical"`` only the files; a
-        backend's name only that backend (``BackendUnavailable`` if it is down).
-        Each hit's ``source`` says where it came from. Without ``channels``: long-term and sprint;
+        ``limit`` and ``mode`` default to ``[search]``. ``origin``: ``None`` (the default) is the canonical results,
+        then what healthy external backends add (never failing when one is down); ``"canonical"`` only the files;
+        a backend's name only that backend (``BackendUnavailable`` if it is down). Each hit's ``source`` says where. Without ``channels``: long-term and sprint;
         ``include_history`` / ``include_archived`` bring back, marked, what is not in effect
         (``memrouter.core.effect``). ``owner`` adds that owner's short-term scratchpad notes that match
         (``memrouter.ops.scratch``), after the rest. ``as_of`` (a date or commit) searches the memories as

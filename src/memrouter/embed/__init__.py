@@ -51,7 +51,6 @@ __all__ = [
     "batches_by_length",
     "get_embedder",
     "available_embedders",
-    "unavailable",
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
     "ENTRY_POINT_GROUP",
@@ -153,23 +152,6 @@ EMBEDDERS = Registry(
 def available_embedders() -> list[str]:
     """Names ``get_embedder`` accepts: the built-ins, then entry-point plugins."""
     return EMBEDDERS.names()
-
-
-def unavailable(name: str = DEFAULT_EMBEDDER) -> str | None:
-    """Why embedder ``name`` cannot load, found without loading it: an unknown name, or (the built-in MiniLM
-    runtimes) the model package missing; None when it looks ready (a plugin is assumed to be)."""
-    from memrouter.core.errors import ConfigError, NotInstalled
-
-    if name not in EMBEDDERS.builtins and name not in EMBEDDERS.names():
-        return str(ConfigError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS.names())})"))
-    if name.startswith("minilm"):
-        from memrouter.embed.weights import model_dir
-
-        try:
-            model_dir()
-        except NotInstalled:
-            return f"the embedding model is not installed ({MODEL_HINT})"
-    return None
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER, **options: Any) -> Embedder:

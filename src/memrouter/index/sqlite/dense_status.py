@@ -1,4 +1,4 @@
-"""What dense indexing plans, computes and reports (``memrouter.index.sqlite.dense``)."""
+"""What dense indexing plans, computes and reports (``memrouter.index.sqlite.dense``), and the SQL that counts it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["DenseStatus", "Embedded", "PendingWork"]
+__all__ = ["DenseStatus", "Embedded", "PendingWork", "dense_status", "lacking_sql", "pending_size"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +53,46 @@ class DenseStatus:
         if self.token_chunks is not None:
             status["token_chunks"] = self.token_chunks
         return status
+
+
+def lacking_sql(tokens: bool) -> str:
+    """The SQL condition on memory ``m``: no chunks for its current hash and the model ``?1``; with ``tokens``
+    on, or a chunk without token vectors."""
+    without_tokens = (
+        " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = ?1 AND NOT EXISTS ("
+        "SELECT 1 FROM chunk_tokens t WHERE t.chunk_id = c.id))"
+        if tokens
+        else ""
+    )
+    return (
+        "(NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1)"
+        f"{without_tokens})"
+    )
+
+
+def pending_size(conn: sqlite3.Connection, model: str, tokens: bool) -> tuple[int, int]:
+    """How many memories lack vectors of ``model`` (``lacking_sql``), and the characters of their text."""
+    count, chars = conn.execute(
+        f"SELECT count(*), coalesce(sum(length(m.body)), 0) FROM memories m WHERE {lacking_sql(tokens)}", (model,)
+    ).fetchone()
+    return int(count), int(chars)
+
+
+def dense_status(conn: sqlite3.Connection, model: str, tokens: bool) -> DenseStatus:
+    """The vectors of ``model`` the index holds, and what lacks them (``tokens``: token vectors are kept too)."""
+    chunks, embedded = conn.execute(
+        "SELECT count(*), count(DISTINCT c.memory_id) FROM chunks c JOIN memories m "
+        "ON m.id = c.memory_id AND m.hash = c.memory_hash WHERE c.model = ?",
+        (model,),
+    ).fetchone()
+    other = conn.execute("SELECT count(*) FROM chunks WHERE model != ?", (model,)).fetchone()[0]
+    total = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    token_count = (
+        conn.execute(
+            "SELECT count(*) FROM chunk_tokens t JOIN chunks c ON c.id = t.chunk_id WHERE c.model = ?", (model,)
+        ).fetchone()[0]
+        if tokens
+        else None
+    )
+    pending = pending_size(conn, model, tokens)[0] if tokens else total - embedded
+    return DenseStatus(model, chunks, embedded, pending, other, token_count)
