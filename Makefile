@@ -48,7 +48,7 @@ demo: $(STAMP)
 	@echo; $(DEMO) status
 
 test: $(STAMP) check
-	$(BIN)/python -m pytest -q --ignore=tests/postgres
+	$(BIN)/python -m pytest -q -n auto --ignore=tests/postgres
 
 # The PostgreSQL store against a real PostgreSQL with pgvector (started by the tests themselves):
 # its own tests, then every other test again with each router reading PostgreSQL (`--store postgres`).

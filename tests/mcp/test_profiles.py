@@ -111,7 +111,7 @@ async def test_save_memory_takes_plain_text(project_root: Path, tmp_path: Path, 
         assert saved["name"] == "the-billing-api-pages-with-cursors-offsets-timed"
         assert saved["title"] == "The billing API pages with cursors; offsets timed out at 10k rows"
         text = (project_root / f"{saved['name']}.md").read_text()
-        assert text.endswith("---\nThe billing API pages with cursors; offsets timed out at 10k rows.")  # as written
+        assert text.endswith("---\nThe billing API pages with cursors; offsets timed out at 10k rows.\n")  # as written
         # The same first sentence, other text: a new memory beside it, never a replacement.
         second = await client.call_tool(
             "save_memory",

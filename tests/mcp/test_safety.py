@@ -103,7 +103,7 @@ async def test_symlinks_out_of_the_root_are_refused(
                 assert "SECRET" not in text
             result = await client.call_tool("delete_memory", {"memory_name": name})
             assert result.is_error or "not found" in result.content[0].text
-        hits = await client.call_tool("search_memory", {"query": "top secret"})
+        hits = await client.call_tool("search_memory", {"query": "top secret", "mode": "lexical"})
         assert hits.structured_content["results"] == []
         with pytest.raises(MCPError, match="outside the memories root"):
             await client.read_resource("memory://leak")

@@ -46,7 +46,7 @@ async def test_search_memory_structured_and_text(project_root: Path, tmp_path: P
         result = await call(client, "search_memory", query="flaky tests", limit=5)
         data = result.structured_content
         assert json.loads(result.content[0].text) == data
-        assert data["mode"] == "lexical"  # the mode used: hybrid is lexical until the index holds vectors
+        assert data["mode"] == "hybrid"  # the mode used: a small project is embedded on its first search
         names = [hit["name"] for hit in data["results"]]
         assert {"ci/flaky-tests", "incidents/flaky-tests"} <= set(names)
         first = data["results"][0]
@@ -58,7 +58,7 @@ async def test_search_memory_structured_and_text(project_root: Path, tmp_path: P
         assert [h["name"] for h in sprint.structured_content["results"]] == ["sprints/2026-w47/research-caching"]
         tagged = await call(client, "search_memory", query="postgresql orders", tags=["database"])
         assert tagged.structured_content["results"]
-        none = await call(client, "search_memory", query="zebra xylophone")
+        none = await call(client, "search_memory", query="zebra xylophone", mode="lexical")
         assert none.structured_content["results"] == []
 
 
@@ -292,7 +292,7 @@ async def test_memory_text_is_data_not_structure(project_root: Path, tmp_path: P
         # Serena's write_memory stores the text exactly as sent (its contract; the guard still refuses secrets)
         assert got.structured_content["content"] == hostile
         assert json.loads(got.content[0].text)["content"] == got.structured_content["content"]  # one JSON string
-        search = await call(client, "search_memory", query="ignore previous instructions")
+        search = await call(client, "search_memory", query="ignore previous instructions", mode="lexical")
         data = json.loads(search.content[0].text)
         assert [hit["name"] for hit in data["results"]] == ["hostile"]
         # memrouter's own save_memory holds the same text for review, flagged

@@ -156,6 +156,8 @@ def _open_server(
     try:
         # Bring the index up to date while the MCP SDK imports (over a second) and the
         # client connects, not on its first call; embed only once the server is idle.
+        embeds = config.embed_background and config.search.mode != "lexical"
+        router.workspace.index.background_expected = embeds  # a search answers at once; the embedder fills in
         warm = threading.Thread(target=_warm, args=(router, activity, stopping), name="memrouter-warm", daemon=True)
         warm.start()
         from memrouter.mcp.server import create_server
@@ -202,6 +204,7 @@ def _warm(router: Router, activity: Activity, stopping: threading.Event) -> None
         router.status()
     except (MemoryRouterError, sqlite3.Error) as exc:
         log.warning("initial index refresh failed: %s", exc)
+        router.workspace.index.background_expected = False
         return
     config = router.config
     if not config.embed_background or config.search.mode == "lexical":
@@ -210,5 +213,6 @@ def _warm(router: Router, activity: Activity, stopping: threading.Event) -> None
         return  # the server is closing
     try:
         router.embed_in_background()
-    except MemoryRouterError as exc:  # no model installed: searches stay lexical, as they would
+    except MemoryRouterError as exc:  # no model installed: searches say so, as they would
+        router.workspace.index.background_expected = False
         log.warning("no background embedding: %s", exc)

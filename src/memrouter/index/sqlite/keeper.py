@@ -99,6 +99,8 @@ class IndexKeeper:
         self._pending: tuple[tuple[str, str, str], tuple[int, int]] | None = None
         self._graph: GraphCache | None = None
         self._background: BackgroundEmbedder | None = None
+        # A background embedder will start (``memrouter serve`` once idle): searches leave embedding to it.
+        self.background_expected = False
         self._closed = False
         # Guards starting and stopping the background thread; ``_closing``: a close began (none may start).
         self._background_lock = allocate_lock()
@@ -305,8 +307,8 @@ class IndexKeeper:
 
     @property
     def embedding_in_background(self) -> bool:
-        """A background thread embeds pending memories (``memrouter serve``): searches never wait for it."""
-        return self._background is not None and self._background.running
+        """A background thread embeds pending memories, or will (``memrouter serve``): searches never wait for it."""
+        return self.background_expected or (self._background is not None and self._background.running)
 
     @property
     def warm(self) -> bool:
