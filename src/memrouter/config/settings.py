@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memrouter.config import sections
+from memrouter.config.endpoints import EndpointConfig, endpoint_config, redacted_url
 from memrouter.config.sections import DEFAULT_GLOBS, AnchorsConfig, ContextConfig, JanitorConfig
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import MODES
@@ -35,6 +36,7 @@ __all__ = [
     "AnchorsConfig",
     "ContextConfig",
     "Config",
+    "EndpointConfig",
     "IndexConfig",
     "JanitorConfig",
     "SearchConfig",
@@ -53,7 +55,20 @@ RETRIEVERS = ("lexical", "dense", "graph")
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors", "sources", "mcp"),
+    "": (
+        "search",
+        "embed",
+        "rerank",
+        "index",
+        "scratch",
+        "janitor",
+        "context",
+        "backends",
+        "team",
+        "anchors",
+        "sources",
+        "mcp",
+    ),
     "search": (
         "mode",
         "limit",
@@ -68,7 +83,8 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
-    "embed": ("model", "background"),
+    "embed": ("model", "background", "url", "dimension", "key_env", "batch_size", "timeout"),
+    "rerank": ("url", "model", "key_env", "timeout"),
     "index": ("write_wait", "url", "project", "ef_search"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
@@ -162,6 +178,21 @@ class Config:
     # The tools ``memrouter serve`` offers (``[mcp] tools``): profile and tool names, checked by
     # ``memrouter.mcp.profiles`` when a server is made.
     mcp_tools: tuple[str, ...] = ("core",)
+    # ``[embed] url``: the embedder is that endpoint (``embedder`` is then "openai"); ``[rerank] url``: the
+    # second stage asks that endpoint (when ``[search] rerank`` is on).
+    embed_endpoint: EndpointConfig | None = None
+    rerank_endpoint: EndpointConfig | None = None
+
+    @property
+    def embedder_options(self) -> dict[str, Any]:
+        """What ``memrouter.embed.get_embedder(embedder, **options)`` takes for this configuration."""
+        found = self.embed_endpoint
+        if found is None:
+            return {}
+        return {
+            "url": found.url, "model": found.model, "dimension": found.dimension, "key": found.key,
+            "batch_size": found.batch_size, "timeout": found.timeout,
+        }  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -178,6 +209,8 @@ class Config:
             "rerank": self.search.rerank,
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
+            "embed_endpoint": self.embed_endpoint.summary() if self.embed_endpoint else None,
+            "rerank_endpoint": self.rerank_endpoint.summary() if self.rerank_endpoint else None,
             "embed_background": self.embed_background,
             "write_wait": self.index.write_wait,
             "ef_search": self.index.ef_search,
@@ -260,6 +293,19 @@ class Config:
         if not isinstance(embed, dict):
             raise ConfigError(f"{source}: [embed] must be a table")
         embedder = str(embed.get("model", "minilm"))
+        embed_endpoint = endpoint_config(embed, "embed", env) if "url" in embed else None
+        if embed_endpoint is not None:
+            embedder = "openai"
+        else:
+            stray = [key for key in ("dimension", "key_env", "batch_size", "timeout") if key in embed]
+            if stray:
+                raise ConfigError(f"{source}: [embed] {', '.join(stray)} need [embed] url (an embedding endpoint)")
+        rerank = settings.get("rerank", {})
+        if not isinstance(rerank, dict):
+            raise ConfigError(f"{source}: [rerank] must be a table")
+        if rerank and "url" not in rerank:
+            raise ConfigError(f"{source}: [rerank] needs url (a /rerank endpoint)")
+        rerank_endpoint = endpoint_config(rerank, "rerank", env) if rerank else None
         background = embed.get("background", True)
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
@@ -277,7 +323,7 @@ class Config:
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             sections.janitor_config(settings.get("janitor", {})), sections.context_config(settings.get("context", {})),
             sections.anchors_config(settings.get("anchors", {})), background, bridge, sections.sources(settings.get("sources", {})),
-            sections.mcp_tools(settings.get("mcp", {})),
+            sections.mcp_tools(settings.get("mcp", {})), embed_endpoint, rerank_endpoint,
         )  # fmt: skip
 
 
@@ -369,18 +415,6 @@ def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shap
             raise ConfigError(f"[search.{key}] {name} must be {rule}")
         table[str(name)] = float(value)
     return table
-
-
-def redacted_url(url: str) -> str:
-    """``url`` without its password (``user:password@`` or a ``password=`` parameter)."""
-    import re
-
-    url = re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
-    head, sep, tail = url.partition("://")
-    credentials, at, rest = tail.rpartition("@")
-    if not sep or not at or ":" not in credentials:
-        return url
-    return f"{head}://{credentials.split(':', 1)[0]}:***@{rest}"
 
 
 def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:

@@ -71,8 +71,11 @@ class DenseIndex:
         hnsw_threshold: int | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         tokens: bool = False,
+        options: dict[str, Any] | None = None,
     ) -> None:
-        """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.sqlite.rerank``)."""
+        """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.sqlite.rerank``);
+        ``options``: what ``get_embedder(embedder_name, **options)`` is given (an endpoint's url and model)."""
+        self.options = dict(options or {})
         # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
@@ -93,12 +96,18 @@ class DenseIndex:
 
     # -- the model ---------------------------------------------------------
     @property
+    def loaded(self) -> bool:
+        """Whether the embedder was made already (``embedder`` makes it)."""
+        return self._embedder is not None
+
+    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             if self._factory is not None:
                 self._embedder = self._factory()
             else:
-                self._embedder = embedding.get_embedder(self.embedder_name)  # looked up now: a plugin may register late
+                # looked up now: a plugin may register late
+                self._embedder = embedding.get_embedder(self.embedder_name, **self.options)
             self._model_id = self._embedder.model_id
         return self._embedder
 
