@@ -21,7 +21,9 @@ revision, whose text lacks the lines asked.
 Filters, each counted per kind: ``trivial`` (the query repeats the memory's
 name or title: 80% of its terms or more), ``generic`` (a subject seen in three
 commits or more, numbers aside, as machine-made ones are, or under three words of content),
-``gone`` (no snapshot holds the memory any more), ``crowded`` (a message
+``gone`` (no snapshot holds the memory any more), ``elsewhere`` (the query
+names another memory, as a new row of a keyword index does: it asks for that
+one), ``crowded`` (a message
 naming more than ``max_mentions`` memories lists them rather than asks for
 them) and ``duplicate``.
 """
@@ -44,7 +46,7 @@ from memrouter.store.parse import first_heading
 __all__ = ["KINDS", "MinedPair", "MinedSet", "MiningOptions", "Snapshot", "mine", "snapshot_texts"]
 
 KINDS = ("commit", "mention", "revision")
-FILTERS = ("trivial", "generic", "gone", "crowded", "duplicate")
+FILTERS = ("trivial", "generic", "gone", "elsewhere", "crowded", "duplicate")
 # A query repeating this share of a memory's name or title terms is trivial.
 TRIVIAL_SHARE = 0.8
 # A subject seen in this many commits is machine-made ("[auto] config", "Update memories").
@@ -247,6 +249,9 @@ class _Miner:
         self.machine = {tag for tag, seen in tags.items() if tag and seen >= GENERIC_REPEATS}
         self.machine_made = {commit.sha for commit in history if _tag(commit.subject) in self.machine}
         self._texts: dict[str, dict[str, str]] = {}
+        self._written_by = {
+            commit.sha: {name for _, name, _ in walk.changes[i] if name is not None} for i, commit in enumerate(history)
+        }
 
     def pairs(self) -> tuple[list[MinedPair], dict[str, dict[str, int]]]:
         candidates = [*self._commit_and_mention(), *self._revisions()]
@@ -372,6 +377,9 @@ class _Miner:
             title = first_heading(texts.get(name, ""))
             if title and _repeats(terms, title):
                 return "trivial"
+        known = set(texts) | self._written_by.get(pair.source, set())  # a new memory may be named before it exists
+        if set(self._mentions(pair.query, known)) - set(pair.expected):
+            return "elsewhere"
         return None
 
     def _snapshot(self, commit: str) -> dict[str, str]:
