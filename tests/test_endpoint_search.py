@@ -244,3 +244,16 @@ def test_the_rerank_sections_keys_reach_the_endpoint(
         Router.open(root=project_with(tmp_path, '[rerank]\nmodel = "m"\n'), index_dir=tmp_path / "other")
     with pytest.raises(ConfigError, match=r"\[embed\] dimension need \[embed\] url"):
         Router.open(root=project_with(tmp_path, "[embed]\ndimension = 8\n"), index_dir=tmp_path / "other")
+
+
+def test_status_names_the_endpoints_and_whether_they_answer(fake: FakeEndpoint, tmp_path: Path) -> None:
+    toml = endpoint_toml(fake.url, "fake") + f'[search]\nrerank = true\n[rerank]\nurl = "{fake.base}"\n'
+    root = project_with(tmp_path, toml)
+    index = ["--index-dir", str(tmp_path / "index")]
+    assert cli(root, *index, "index").returncode == 0
+    shown = cli(root, *index, "status").stdout
+    assert f"embed:    {fake.url} model 'fake' up" in shown and f"rerank:   {fake.base} up" in shown
+    fake.fail("status", status=503)
+    shown = cli(root, *index, "status").stdout
+    assert f"embed:    {fake.url} model 'fake' down" in shown and f"rerank:   {fake.base} down" in shown
+    assert "warning:  embedding endpoint unavailable" in shown
