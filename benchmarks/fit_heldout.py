@@ -42,7 +42,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from _common import CORPUS
 
 from memrouter.config.settings import Config
 from memrouter.core.query import make_filters, search_filters
+from memrouter.core.records import replace
 from memrouter.index import search as searching
 from memrouter.index.fusion import Fused
 from memrouter.index.sqlite import rerank as second

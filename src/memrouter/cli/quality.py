@@ -156,11 +156,11 @@ def _from_git(
     project)."""
     import json
     import tempfile
-    from dataclasses import replace
     from pathlib import Path
 
     from memrouter.config.settings import Config
     from memrouter.core.errors import ConfigError
+    from memrouter.core.records import replace
     from memrouter.ops.history_eval import evaluate_mined, remove_work
     from memrouter.ops.mining import MiningOptions, mine
 

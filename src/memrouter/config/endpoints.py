@@ -9,18 +9,27 @@ and is never shown (``summary``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from memrouter.core.errors import ConfigError
+from memrouter.core.records import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["EndpointConfig", "endpoint_config", "redacted_url"]
+__all__ = ["EndpointConfig", "Key", "endpoint_config", "redacted_url"]
 
 
-@dataclass(frozen=True, slots=True)
+class Key(str):
+    """A key read from the environment: a string that never shows itself in a ``repr``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+
+@record
 class EndpointConfig:
     """A model served over HTTP: ``[embed] url`` (an OpenAI-compatible embeddings API) or ``[rerank] url``
     (a ``/rerank`` API); see ``memrouter.embed.endpoint``. ``key`` is read from the environment variable
@@ -30,7 +39,7 @@ class EndpointConfig:
     model: str | None = None
     dimension: int | None = None
     key_env: str | None = None
-    key: str | None = field(default=None, repr=False)
+    key: str | None = None  # a Key: never shown in a repr
     batch_size: int = 64
     timeout: float = 30.0
 
@@ -55,7 +64,8 @@ def endpoint_config(section: dict[str, Any], name: str, env: Mapping[str, str]) 
     key_env = section.get("key_env")
     if key_env is not None and (not isinstance(key_env, str) or not key_env.strip()):
         raise ConfigError(f"[{name}] key_env must name an environment variable")
-    key = env.get(key_env) if key_env else None
+    found = env.get(key_env) if key_env else None
+    key = Key(found) if found else None
     if key_env and not key:
         raise ConfigError(f"[{name}] key_env names {key_env}, which is not set (or empty)")
     dimension = section.get("dimension")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from memrouter.config.settings import Config, IndexConfig
+from memrouter.core.records import replace
 from memrouter.ops.evaluation import EvalReport, GoldenQuery, evaluate
 from memrouter.ops.mining import MinedSet, snapshot_texts
 from memrouter.ops.search import effective_mode, search

@@ -11,10 +11,10 @@ entry. The rest of the fused list follows unchanged.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 
 from memrouter.core.errors import EndpointError
 from memrouter.core.model import Match
+from memrouter.core.records import replace
 from memrouter.index.fusion import Fused
 from memrouter.index.sqlite import queries
 
