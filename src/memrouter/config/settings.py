@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memrouter.config import sections
-from memrouter.config.endpoints import EndpointConfig, endpoint_config, redacted_url
 from memrouter.config.sections import DEFAULT_GLOBS, AnchorsConfig, ContextConfig, JanitorConfig
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import MODES
@@ -32,11 +31,12 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from typing import Any
 
+    from memrouter.config.endpoints import EndpointConfig
+
 __all__ = [
     "AnchorsConfig",
     "ContextConfig",
     "Config",
-    "EndpointConfig",
     "IndexConfig",
     "JanitorConfig",
     "SearchConfig",
@@ -293,7 +293,7 @@ class Config:
         if not isinstance(embed, dict):
             raise ConfigError(f"{source}: [embed] must be a table")
         embedder = str(embed.get("model", "minilm"))
-        embed_endpoint = endpoint_config(embed, "embed", env) if "url" in embed else None
+        embed_endpoint = _endpoint(embed, "embed", env) if "url" in embed else None
         if embed_endpoint is not None:
             embedder = "openai"
         else:
@@ -305,7 +305,7 @@ class Config:
             raise ConfigError(f"{source}: [rerank] must be a table")
         if rerank and "url" not in rerank:
             raise ConfigError(f"{source}: [rerank] needs url (a /rerank endpoint)")
-        rerank_endpoint = endpoint_config(rerank, "rerank", env) if rerank else None
+        rerank_endpoint = _endpoint(rerank, "rerank", env) if rerank else None
         background = embed.get("background", True)
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
@@ -460,3 +460,17 @@ def _backend_env(backends: dict[str, dict[str, Any]], env: Mapping[str, str]) ->
             section.pop("command", None)
             section["url"] = url
     return result
+
+
+def _endpoint(section: dict[str, Any], name: str, env: Mapping[str, str]) -> EndpointConfig:
+    """``[embed]`` or ``[rerank]`` with a url (``memrouter.config.endpoints``, loaded only then)."""
+    from memrouter.config.endpoints import endpoint_config
+
+    return endpoint_config(section, name, env)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password (``memrouter.config.endpoints.redacted_url``)."""
+    from memrouter.config.endpoints import redacted_url as redacted
+
+    return redacted(url)
