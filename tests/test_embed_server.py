@@ -425,3 +425,32 @@ def test_cli_hash_embedder_with_a_dimension() -> None:
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_rerank_scores_documents_by_the_models_similarity(served: Served, embedder: Embedder) -> None:
+    documents = ["the release checklist", "postgres staging runs on port 5433", "flaky tests in CI"]
+    status, body = call(
+        served.url + "/rerank", {"query": "which port does staging postgres use", "documents": documents}
+    )
+    assert status == 200 and body["model"] == "all-MiniLM-L6-v2"
+    assert [r["index"] for r in body["results"]][0] == 1
+    vectors = embedder.embed_batch(["which port does staging postgres use", *documents])
+    expected = {i: float(vectors[i + 1] @ vectors[0]) for i in range(3)}
+    assert {r["index"]: r["relevance_score"] for r in body["results"]} == pytest.approx(expected, abs=1e-5)
+    status, body = call(served.url + "/v1/rerank", {"query": "port", "texts": documents, "top_n": 1})
+    assert status == 200 and len(body["results"]) == 1  # text-embeddings-inference's name for the documents
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"documents": ["a"]}, "missing_query"),
+        ({"query": "q", "documents": []}, "invalid_documents"),
+        ({"query": "q", "documents": ["a", 3]}, "invalid_documents"),
+        ({"query": "q", "documents": ["a"], "top_n": 0}, None),
+        ({"query": "q", "documents": ["x"] * 9}, "too_many_inputs"),
+    ],
+)
+def test_bad_rerank_input_is_a_clear_400(served: Served, body: Any, code: str | None) -> None:
+    status, answer = call(served.url + "/rerank", body)
+    assert status == 400 and answer["error"]["code"] == code

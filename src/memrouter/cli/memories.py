@@ -247,6 +247,13 @@ def status(state: State, fmt: str) -> None:
         if database:
             found = f"{database['memories']} memories" if database["available"] else "down, searching the local index"
             lines.append(f"database: {database['url']} project {database['project']!r} ({found})")
+        endpoint = data["dense"].get("endpoint")
+        if endpoint:
+            state_ = "up" if endpoint["ok"] else "down"
+            lines.append(f"embed:    {endpoint['url']} model {endpoint['model']!r} {state_}")
+        rerank = data.get("rerank_endpoint")
+        if rerank:
+            lines.append(f"rerank:   {rerank['url']} {'up' if rerank['ok'] else 'down'}")
         lines += [f"warning:  {w}" for w in data["warnings"]]
         for b in data.get("backends", []):
             state_ = "up" if b["available"] else "down"

@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from typing import Any
 
+    from memrouter.config.endpoints import EndpointConfig
+
 __all__ = [
     "AnchorsConfig",
     "ContextConfig",
@@ -54,7 +56,20 @@ EMBED_ON_SEARCH = 100_000  # characters: ``[embed] on_search``
 # Every key memrouter.toml may hold, by section; ``status`` reports any other
 # (a typo must not be silent). Backend sections are checked by their backend.
 KNOWN_KEYS: dict[str, tuple[str, ...]] = {
-    "": ("search", "embed", "index", "scratch", "janitor", "context", "backends", "team", "anchors", "sources", "mcp"),
+    "": (
+        "search",
+        "embed",
+        "rerank",
+        "index",
+        "scratch",
+        "janitor",
+        "context",
+        "backends",
+        "team",
+        "anchors",
+        "sources",
+        "mcp",
+    ),
     "search": (
         "mode",
         "limit",
@@ -69,7 +84,8 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "search.weights": (*RETRIEVERS, "time"),
     "search.recency": ("long_term", "sprint"),
-    "embed": ("model", "background", "on_search"),
+    "embed": ("model", "background", "on_search", "url", "dimension", "key_env", "batch_size", "timeout"),
+    "rerank": ("url", "model", "key_env", "timeout"),
     "index": ("write_wait", "url", "project", "ef_search"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
@@ -168,6 +184,21 @@ class Config:
     # large one runs keyword-only and says so. 100,000 characters take about ten seconds on two cores
     # (benchmarks/bench_first_search.py).
     embed_on_search: int = EMBED_ON_SEARCH
+    # ``[embed] url``: the embedder is that endpoint (``embedder`` is then "openai"); ``[rerank] url``: the
+    # second stage asks that endpoint (when ``[search] rerank`` is on).
+    embed_endpoint: EndpointConfig | None = None
+    rerank_endpoint: EndpointConfig | None = None
+
+    @property
+    def embedder_options(self) -> dict[str, Any]:
+        """What ``memrouter.embed.get_embedder(embedder, **options)`` takes for this configuration."""
+        found = self.embed_endpoint
+        if found is None:
+            return {}
+        return {
+            "url": found.url, "model": found.model, "dimension": found.dimension, "key": found.key,
+            "batch_size": found.batch_size, "timeout": found.timeout,
+        }  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
         """The settings in force, JSON-ready (for ``status``)."""
@@ -184,6 +215,8 @@ class Config:
             "rerank": self.search.rerank,
             "recency": dict(self.search.recency),
             "embedder": self.embedder,
+            "embed_endpoint": self.embed_endpoint.summary() if self.embed_endpoint else None,
+            "rerank_endpoint": self.rerank_endpoint.summary() if self.rerank_endpoint else None,
             "embed_background": self.embed_background,
             "embed_on_search": self.embed_on_search,
             "write_wait": self.index.write_wait,
@@ -267,6 +300,19 @@ class Config:
         if not isinstance(embed, dict):
             raise ConfigError(f"{source}: [embed] must be a table")
         embedder = str(embed.get("model", "minilm"))
+        embed_endpoint = _endpoint(embed, "embed", env) if "url" in embed else None
+        if embed_endpoint is not None:
+            embedder = "openai"
+        else:
+            stray = [key for key in ("dimension", "key_env", "batch_size", "timeout") if key in embed]
+            if stray:
+                raise ConfigError(f"{source}: [embed] {', '.join(stray)} need [embed] url (an embedding endpoint)")
+        rerank = settings.get("rerank", {})
+        if not isinstance(rerank, dict):
+            raise ConfigError(f"{source}: [rerank] must be a table")
+        if rerank and "url" not in rerank:
+            raise ConfigError(f"{source}: [rerank] needs url (a /rerank endpoint)")
+        rerank_endpoint = _endpoint(rerank, "rerank", env) if rerank else None
         background = embed.get("background", True)
         if not isinstance(background, bool):
             raise ConfigError(f"{source}: [embed] background must be true or false")
@@ -287,7 +333,7 @@ class Config:
             memories, state, project, search, embedder, backends, source, index, _unknown_keys(settings), scratch_ttl,
             sections.janitor_config(settings.get("janitor", {})), sections.context_config(settings.get("context", {})),
             sections.anchors_config(settings.get("anchors", {})), background, bridge, sections.sources(settings.get("sources", {})),
-            sections.mcp_tools(settings.get("mcp", {})), on_search,
+            sections.mcp_tools(settings.get("mcp", {})), on_search, embed_endpoint, rerank_endpoint,
         )  # fmt: skip
 
 
@@ -381,18 +427,6 @@ def _numbers(section: dict[str, Any], key: str, defaults: dict[str, float], shap
     return table
 
 
-def redacted_url(url: str) -> str:
-    """``url`` without its password (``user:password@`` or a ``password=`` parameter)."""
-    import re
-
-    url = re.sub(r"([?&]password=)[^&#]*", r"\1***", url, flags=re.IGNORECASE)
-    head, sep, tail = url.partition("://")
-    credentials, at, rest = tail.rpartition("@")
-    if not sep or not at or ":" not in credentials:
-        return url
-    return f"{head}://{credentials.split(':', 1)[0]}:***@{rest}"
-
-
 def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
     if not isinstance(section, dict):
         raise ConfigError("[index] must be a table")
@@ -436,3 +470,17 @@ def _backend_env(backends: dict[str, dict[str, Any]], env: Mapping[str, str]) ->
             section.pop("command", None)
             section["url"] = url
     return result
+
+
+def _endpoint(section: dict[str, Any], name: str, env: Mapping[str, str]) -> EndpointConfig:
+    """``[embed]`` or ``[rerank]`` with a url (``memrouter.config.endpoints``, loaded only then)."""
+    from memrouter.config.endpoints import endpoint_config
+
+    return endpoint_config(section, name, env)
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without its password (``memrouter.config.endpoints.redacted_url``)."""
+    from memrouter.config.endpoints import redacted_url as redacted
+
+    return redacted(url)

@@ -24,7 +24,13 @@ Everything the library raises on purpose descends from ``MemoryRouterError``::
           +-- BackendUnavailable     transient: down, refusing, timing out
           +-- BackendContractError   permanent: the reply broke the protocol
           +-- BackendNotInstalled    a backend's optional extra is missing
-                                     (also a ``NotInstalled``)
+          |                          (also a ``NotInstalled``)
+          +-- EndpointError          an embedding or reranking endpoint failed
+               +-- EndpointUnavailable   transient: down, refusing, timing out,
+               |                         busy (429, 5xx)
+               +-- EndpointContractError permanent: a 4xx, or an answer that
+                                         breaks the protocol (a vector of the
+                                         wrong length)
 
 Dependencies' exceptions are translated at the boundary with ``raise ... from``.
 Only the CLI and the MCP server turn these into exit codes or tool errors; see
@@ -49,6 +55,9 @@ __all__ = [
     "BackendUnavailable",
     "BackendContractError",
     "BackendNotInstalled",
+    "EndpointError",
+    "EndpointUnavailable",
+    "EndpointContractError",
     "exit_code_for",
     "EXIT_OK",
     "EXIT_FAILED",
@@ -147,6 +156,18 @@ class BackendNotInstalled(BackendError, NotInstalled):
         NotInstalled.__init__(self, backend, hint)
         self.args = (f"backend {backend!r} is not installed: {hint}",)
         self.backend = backend
+
+
+class EndpointError(BackendError):
+    """A model served over HTTP (``[embed] url``, ``[rerank] url``) failed; search goes on without it."""
+
+
+class EndpointUnavailable(EndpointError):
+    """The endpoint cannot be reached or is busy right now; retrying later may work."""
+
+
+class EndpointContractError(EndpointError):
+    """The endpoint refused the request or answered outside its protocol; retrying will not help."""
 
 
 def exit_code_for(error: BaseException) -> int:

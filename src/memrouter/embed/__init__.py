@@ -22,6 +22,8 @@ Registered names (``get_embedder(name, **options)``):
 ``sentence-transformers``   the reference (``memrouter[torch]``)
 ``hash``                    deterministic bag-of-words feature hashing: no
                             model, for tests and lexical-only setups
+``openai``                  any OpenAI-compatible ``/v1/embeddings`` endpoint
+                            (``url``, ``model``, ...; ``memrouter.embed.endpoint``)
 ==========================  ==================================================
 
 Long inputs are never truncated: texts over the model window (256 tokens) are
@@ -145,6 +147,7 @@ EMBEDDERS = Registry(
             "memrouter.embed.sbert:load_sentence_transformer", f"pip install 'memrouter[torch]' && {MODEL_HINT}"
         ),
         "hash": Builtin("memrouter.embed.hashing:HashEmbedder", "pip install numpy"),
+        "openai": Builtin("memrouter.embed.endpoint:EndpointEmbedder", "pip install numpy"),
     },
 )
 

@@ -17,6 +17,12 @@ Routes:
   "embedding"}], "model", "usage": {"prompt_tokens", "total_tokens"}}``.
   Bad input gets a 4xx with an OpenAI-style ``{"error": {"message", "type",
   "param", "code"}}`` body.
+- ``POST /rerank`` (and ``/v1/rerank``): ``query`` and ``documents`` (or
+  ``texts``, as text-embeddings-inference names them), optional ``top_n``;
+  answers ``{"model", "results": [{"index", "relevance_score"}]}``, best
+  first: each document's cosine similarity to the query under the same model
+  (a bi-encoder's score, not a cross-encoder's), for clients of the common
+  ``/rerank`` shape.
 - ``GET /health``: ``{"status": "healthy", "model", "dimension"}``.
 - Anything else: 404 (405 for a wrong method on a known path).
 
@@ -218,6 +224,30 @@ def _read_request(
     return texts, counts, encoding_format, model
 
 
+def _parse_rerank(request: Any, limits: EmbedServerLimits) -> tuple[str, list[str], int | None]:
+    """Validate a decoded rerank request: (query, documents, top_n)."""
+    if not isinstance(request, dict):
+        raise _BadRequest(400, "the body must be a JSON object")
+    query = request.get("query")
+    if not isinstance(query, str) or not query:
+        raise _BadRequest(400, "'query' is required: a non-empty string", "query", "missing_query")
+    _check_unicode(query, "query", "'query'")
+    documents = request.get("documents", request.get("texts"))
+    if not isinstance(documents, list) or not documents:
+        raise _BadRequest(400, "'documents' must be a non-empty list of strings", "documents", "invalid_documents")
+    if len(documents) > limits.max_inputs:
+        message = f"'documents' has {len(documents)} items; at most {limits.max_inputs} per request"
+        raise _BadRequest(400, message, "documents", "too_many_inputs")
+    for position, text in enumerate(documents):
+        if not isinstance(text, str):
+            raise _BadRequest(400, f"'documents[{position}]' is not a string", "documents", "invalid_documents")
+        _check_unicode(text, "documents", f"'documents[{position}]'")
+    top_n = request.get("top_n")
+    if top_n is not None and (isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1):
+        raise _BadRequest(400, "'top_n' must be a whole number >= 1", "top_n")
+    return query, documents, top_n
+
+
 def make_app(
     embedder: Embedder | None = None,
     *,
@@ -311,6 +341,31 @@ def make_app(
             }
         )
 
+    async def rerank(request: Request) -> Response:
+        batcher: FairBatcher = request.app.state.batcher
+        model = batcher.embedder
+        body = await request.body()
+        if len(body) > settings.max_body_bytes:
+            return _error(413, f"the body is over {settings.max_body_bytes} bytes", None, "body_too_large")
+        try:
+            decoded = _decode_json(
+                body, request.headers.get("content-type", ""), request.headers.get("content-encoding", "")
+            )
+            query, documents, top_n = _parse_rerank(decoded, settings)
+            texts = [query, *documents]
+            counts = await asyncio.to_thread(lambda: [model.count_tokens(text) for text in texts])
+            if max(counts) > settings.max_input_tokens:
+                raise _BadRequest(
+                    400, f"an input has over {settings.max_input_tokens} tokens", "documents", "input_too_long"
+                )
+        except _BadRequest as exc:
+            return _error(exc.status, exc.message, exc.param, exc.code)
+        vectors = await batcher.embed(texts, counts)
+        similarity = vectors[1:] @ vectors[0]
+        order = sorted(range(len(documents)), key=lambda i: (-float(similarity[i]), i))[: top_n or len(documents)]
+        results = [{"index": i, "relevance_score": round(float(similarity[i]), 6)} for i in order]
+        return JSONResponse({"model": model.model_id, "results": results, "usage": {"total_tokens": sum(counts)}})
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return _error(404, f"no route for {request.method} {request.url.path}", None, "not_found")
 
@@ -325,6 +380,8 @@ def make_app(
             Route("/health", health, methods=["GET"]),
             Route("/v1/embeddings", embeddings, methods=["POST"]),
             Route("/embeddings", embeddings, methods=["POST"]),
+            Route("/rerank", rerank, methods=["POST"]),
+            Route("/v1/rerank", rerank, methods=["POST"]),
         ],
         exception_handlers={404: not_found, 405: not_allowed, Exception: server_error},
         lifespan=lifespan,

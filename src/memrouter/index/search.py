@@ -19,6 +19,11 @@ and activity times. Two steps use time (``memrouter.index.sqlite.activity``):
 - recency (``[search.recency]``: a half-life in days per channel) scales a
   hit's fused score by ``0.5 + 0.5 * 2 ** (-age / half_life)``, so an old
   memory can lose at most half its score to a newer one.
+
+An embedding endpoint that is down (``memrouter.embed.endpoint``) leaves a
+hybrid search to lexical search, with a note in each hit's ``why``; a
+semantic search fails. A reranking endpoint that is down leaves the fused
+order as it is.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from memrouter.config.settings import Config
+from memrouter.core.errors import EndpointError
+from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Filters, Hit, Match, Provenance
 from memrouter.core.records import field, record, replace
 from memrouter.core.timehint import may_hold_time_words
@@ -41,11 +48,14 @@ from memrouter.index.text import query_terms
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memrouter.core.timewords import TimeWords
+    from memrouter.embed.endpoint import EndpointReranker
     from memrouter.index.protocol import IndexReader
     from memrouter.index.sqlite.activity import ActivityTimes
     from memrouter.index.sqlite.connection import IndexConnection
 
 __all__ = ["CANDIDATE_POOL", "CANONICAL", "SearchPipeline", "dense_weight"]
+
+log = LazyLogger(__name__)
 
 CANONICAL = "canonical"
 # Each retriever returns this many candidates before fusion (docs/architecture.md "A search").
@@ -89,6 +99,7 @@ class SearchPipeline:
     content_of: Callable[[str], str | None]
     _channels: tuple[str, set[str]] | None = None  # (index generation, the channels its memories are in)
     _stale: anchor_marks.StaleMarks = field(default_factory=anchor_marks.StaleMarks)  # what `verify` stored
+    _reranker: EndpointReranker | None = None  # [rerank] url, made on first use
 
     @property
     def conn(self) -> IndexConnection:
@@ -134,17 +145,20 @@ class SearchPipeline:
         # Lexical scoring is exact and one list keeps its own order through
         # fusion, so lexical search alone needs only ``limit`` candidates.
         pool = limit + extra if mode == "lexical" and not widened else max(limit, CANDIDATE_POOL)
-        lists = self._candidates(query, mode, filters, pool)
+        lists, skipped = self._candidates(query, mode, filters, pool)
         if boosting and inside is not None:
             lists["time"] = _inside(lists, inside)
         weights = {"time": TIME_WEIGHT, **self.config.search.weights}
         notes = (note,) if note is not None else ()
+        if skipped is not None:
+            notes = (*notes, Match("dense", 0, 0.0, f"lexical alone: {skipped}"))
         if self.config.search.fusion == "adaptive" and lists.get("lexical") and lists.get("dense"):
             coverage = self.index.lexical.coverage(self.conn, query, lists["lexical"][0].memory_id)
             weights["dense"] = round(dense_weight(coverage, weights.get("dense", 0.0)), 4)
             detail = f"lexical {weights.get('lexical', 1.0):g}, dense {weights['dense']:g}: the best lexical hit holds {coverage:.0%} of the query"
             notes = (*notes, Match("weights", 0, weights["dense"], detail))
-        reranking = self.config.search.rerank and bool(lists.get("dense"))
+        endpoint = self.config.rerank_endpoint is not None
+        reranking = self.config.search.rerank and mode != "lexical" and (endpoint or bool(lists.get("dense")))
         if reranking:
             from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH  # loaded only when reranking
 
@@ -154,7 +168,10 @@ class SearchPipeline:
         fused = reciprocal_rank_fusion(lists, weights, self.config.search.rrf_k, depth)
         # usage decay (memrouter.index.sqlite.access): off unless [janitor] decay is set
         fused = self.index.access.decayed(self.conn, fused, now, usage.decay, usage.stale_days)
-        if reranking:  # the second stage reads the best candidates again (memrouter.index.sqlite.rerank)
+        if reranking and endpoint:  # a reranking endpoint reads the best candidates (memrouter.embed.endpoint)
+            fused = self._asked_again(fused, asked, bool(lists.get("dense")))
+            fused = fused if widened else fused[: limit + extra]
+        elif reranking:  # the second stage reads the best candidates again (memrouter.index.sqlite.rerank)
             window = inside if boosting and inside is not None else frozenset()
             fused = self._reranked(fused, asked, lists.get("lexical", []), filters, window)
             fused = fused if widened else fused[: limit + extra]
@@ -231,13 +248,58 @@ class SearchPipeline:
         folders = self.index.lexical.folders(conn)
         return rescored(fused, *read_again(conn, self.index.dense, folders, query, fused, lexical, passing, window))
 
-    def _candidates(self, query: str, mode: str, filters: Filters, pool: int) -> dict[str, builtins.list[Ranked]]:
-        """Each retriever's top ``pool`` for the query, filters applied inside each."""
+    def _asked_again(self, fused: builtins.list[Fused], query: str, dense: bool) -> builtins.list[Fused]:
+        """``fused`` with its best ``RERANK_DEPTH`` ordered by the reranking endpoint (``[rerank] url``); as it
+        is when the endpoint fails (``memrouter.index.sqlite.rerank_endpoint``)."""
+        from memrouter.index.sqlite.rerank import DEPTH as RERANK_DEPTH
+        from memrouter.index.sqlite.rerank_endpoint import passages, reordered
+
+        reranker = self.reranker()
+        assert reranker is not None
+        head = fused[:RERANK_DEPTH]
+        texts = passages(self.conn, self.index.dense if dense else None, query, [item.memory_id for item in head])
+        try:
+            scores = reranker.scores(query, texts)
+        except EndpointError as exc:
+            log.warning("second stage skipped: %s", exc)
+            return fused
+        return reordered(head, scores, reranker.model) + fused[len(head) :]
+
+    def reranker(self) -> EndpointReranker | None:
+        """The reranking endpoint (``[rerank] url``), made on first use; None when none is configured."""
+        from memrouter.embed.endpoint import EndpointReranker
+
+        settings = self.config.rerank_endpoint
+        if settings is None:
+            return None
+        if self._reranker is None:
+            self._reranker = EndpointReranker(
+                url=settings.url, model=settings.model, key=settings.key, timeout=settings.timeout
+            )
+        return self._reranker
+
+    def close(self) -> None:
+        """Close the reranking endpoint's connections, if it was asked."""
+        if self._reranker is not None:
+            self._reranker.close()
+
+    def _candidates(
+        self, query: str, mode: str, filters: Filters, pool: int
+    ) -> tuple[dict[str, builtins.list[Ranked]], str | None]:
+        """Each retriever's top ``pool`` for the query, filters applied inside each; and why dense search was
+        left out (an embedding endpoint that is down, in hybrid mode), or None."""
         lists: dict[str, builtins.list[Ranked]] = {}
+        skipped: str | None = None
         if mode in ("hybrid", "lexical"):
             lists["lexical"] = self.reader.lexical(query, filters, pool)
         if mode in ("hybrid", "semantic"):
-            lists["dense"] = self.reader.dense(query, filters, pool)
+            try:
+                lists["dense"] = self.reader.dense(query, filters, pool)
+            except EndpointError as exc:
+                if mode == "semantic":
+                    raise
+                log.warning("dense search left out: %s", exc)
+                skipped = str(exc)
         if mode == "hybrid" and self.config.search.weights.get("graph", 0.0) > 0:  # it walks on from lexical's best
             from memrouter.index.graph.retrieve import graph_candidates  # lexical search never loads the graph
 
@@ -245,7 +307,7 @@ class SearchPipeline:
             lists["graph"] = graph_candidates(
                 self.reader.graph_view(), query, filters, pool, lambda f: lexical.allowed(conn, f), lists["lexical"]
             )
-        return lists
+        return lists, skipped
 
     def _decayed(self, fused: builtins.list[Fused], rows: dict[int, sqlite3.Row], now: float) -> builtins.list[Fused]:
         """``fused`` with each score scaled by its channel's recency decay, reordered."""

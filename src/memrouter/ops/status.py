@@ -23,6 +23,10 @@ def status(ws: Workspace) -> dict[str, Any]:
     index = ws.index.status()
     sprint, sprint_warnings = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).status()
     warnings = index.pop("warnings") + sprint_warnings + _vector_warnings(ws, index["dense"])
+    reranker = ws.pipeline.reranker()
+    rerank = reranker.health() if reranker is not None else None  # [rerank] url, asked now
+    if rerank is not None and not rerank["ok"]:
+        warnings.append(f"reranking endpoint unavailable, the second stage is skipped: {rerank['error']}")
     warnings += [f"unknown configuration key {key!r} (ignored)" for key in ws.config.unknown_keys]
     return {
         "root": str(ws.config.root),
@@ -31,6 +35,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         **index,
         "sprint": sprint,
         "anchors": _anchors(ws),
+        "rerank_endpoint": rerank,
         "database": database,
         "warnings": warnings,
         "config": ws.config.summary(),

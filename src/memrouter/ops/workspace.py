@@ -69,7 +69,7 @@ class Workspace:
         self.index = IndexKeeper(
             self.store, config.index_path, self.lock, embedder=config.embedder, write_wait=config.index.write_wait,
             refresh_interval=config.search.refresh_interval, watch=watch, folder_share=config.search.folder_context,
-            tokens=config.search.rerank,
+            tokens=config.search.rerank and config.rerank_endpoint is None, embedder_options=config.embedder_options,
         )  # fmt: skip
         local = SqliteReader(self.index)
         self.reader: IndexReader = local
@@ -180,4 +180,5 @@ class Workspace:
             if self._services is not None:
                 self._services.close()
             self.reader.close()
+            self.pipeline.close()
             self.index.close()

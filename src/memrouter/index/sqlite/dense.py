@@ -79,8 +79,11 @@ class DenseIndex:
         hnsw_threshold: int | None = None,
         embedder_factory: Callable[[], Embedder] | None = None,
         tokens: bool = False,
+        options: dict[str, Any] | None = None,
     ) -> None:
-        """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.sqlite.rerank``)."""
+        """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.sqlite.rerank``);
+        ``options``: what ``get_embedder(embedder_name, **options)`` is given (an endpoint's url and model)."""
+        self.options = dict(options or {})
         # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
@@ -101,23 +104,21 @@ class DenseIndex:
 
     # -- the model ---------------------------------------------------------
     @property
+    def loaded(self) -> bool:  # the embedder was made already (``embedder`` makes it)
+        return self._embedder is not None
+
+    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
             if self._factory is not None:
                 self._embedder = self._factory()
             else:
-                self._embedder = embedding.get_embedder(self.embedder_name)  # looked up now: a plugin may register late
+                self._embedder = embedding.get_embedder(self.embedder_name, **self.options)  # a plugin may come late
             self._model_id = self._embedder.model_id
         return self._embedder
 
-    @property
-    def loaded(self) -> bool:
-        """The model is loaded (embedding costs only the text from now on)."""
-        return self._embedder is not None
-
     def problem(self) -> str | None:
-        """Why the embedder cannot load, found without loading it (``memrouter.embed.weights.unavailable``); None once
-        loaded or when a factory was given."""
+        """Why the embedder cannot load, found without loading it (``embed.weights.unavailable``); None once made."""
         if self._embedder is not None or self._factory is not None:
             return None
         return unavailable(self.embedder_name)

@@ -15,7 +15,7 @@ import time
 from _thread import allocate_lock  # threading's own lock, without importing threading on a cold search
 from pathlib import Path
 
-from memrouter.core.errors import IndexBusy, IndexCorrupt, StorageError
+from memrouter.core.errors import EndpointError, IndexBusy, IndexCorrupt, StorageError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.index.folders import FOLDER_SHARE
 from memrouter.index.sqlite import db, queries
@@ -73,8 +73,12 @@ class IndexKeeper:
         watch: bool = True,
         folder_share: float = FOLDER_SHARE,
         tokens: bool = False,
+        embedder_options: dict[str, Any] | None = None,
     ) -> None:
+        """``embedder_options``: what the embedder registered as ``embedder`` is made with (an endpoint's
+        url and model, ``memrouter.embed.endpoint``)."""
         self.store = store
+        self.embedder_options = dict(embedder_options or {})
         self.folder_share = folder_share
         self.tokens = tokens  # keep token vectors for the reranker ([search] rerank)
         self.index_path = index_path
@@ -121,7 +125,7 @@ class IndexKeeper:
 
                 # An index in memory has its own generations: it must not share the file caches.
                 cache = None if self.file.in_memory else self.index_path.parent
-                self._dense = DenseIndex(cache, self.embedder_name, tokens=self.tokens)
+                self._dense = DenseIndex(cache, self.embedder_name, tokens=self.tokens, options=self.embedder_options)
             return self._dense
 
     def graph_view(self) -> GraphView:
@@ -165,6 +169,9 @@ class IndexKeeper:
             self._closed = True
             if self._watcher is not None:
                 self._watcher.close()
+            closing = getattr(self._dense.embedder if self._dense and self._dense.loaded else None, "close", None)
+            if callable(closing):  # an endpoint's connections
+                closing()
             if self.access.pending:
                 try:
                     self.access.flush()
@@ -341,7 +348,11 @@ class IndexKeeper:
             return
         generation = queries.generation(self.conn)
         if generation != self._dense_checked:
-            self.dense.embed_pending(self.conn)
+            try:
+                self.dense.embed_pending(self.conn)
+            except EndpointError as exc:  # the embedding endpoint is down: search with the vectors there are
+                log.warning("memories not embedded now: %s", exc)
+                return
             self._dense_checked = generation
 
     def measure_recall(self, *, k: int, samples: int) -> dict[str, Any]:
@@ -413,6 +424,13 @@ class IndexKeeper:
     def _background_status(self) -> dict[str, Any] | None:
         return self._background.status() if self._background is not None else None
 
+    def endpoint_health(self) -> dict[str, Any] | None:
+        """The embedding endpoint asked now (``[embed] url``, ``EndpointEmbedder.health``); None without one."""
+        if not self.embedder_options:
+            return None
+        health = getattr(self.dense.embedder, "health", None)
+        return health() if callable(health) else None
+
     def status(self) -> dict[str, Any]:
         """The index's part of ``Router.status``: counts, problems, health, the dense index."""
 
@@ -429,9 +447,14 @@ class IndexKeeper:
             }
 
         found = self.indexed(gather)
+        endpoint = self.endpoint_health()  # outside the lock: a network call
+        if endpoint is not None:
+            found["dense"]["endpoint"] = endpoint
         file = self.file
         mode = "file" if not file.in_memory else ("read-only copy in memory" if file.read_only else "memory")
         warnings = list(file.warnings)
+        if endpoint is not None and not endpoint["ok"]:
+            warnings.append(f"embedding endpoint unavailable, hybrid search is lexical alone: {endpoint['error']}")
         if self.unindexed:
             warnings.append(
                 f"{len(self.unindexed)} write(s) are saved as files but not yet indexed (the index was busy); "

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
-    "brief_rows", "channels_in_use", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "is_empty", "long_term_twins",
+    "brief_rows", "channels_in_use", "chunk_spans", "consolidation_rows", "counts", "current_hashes", "generation", "hit_rows", "ids_of", "is_empty",
+    "long_term_twins",
     "names_of", "pinned_names", "problems", "summaries", "validity_rows",
 ]  # fmt: skip
 
@@ -34,6 +35,15 @@ def hit_rows(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]
         ids,
     )
     return {row["id"]: row for row in cursor}
+
+
+def chunk_spans(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, tuple[int, int, str | None]]:
+    """Each chunk's (start, end) in its memory's body and its heading."""
+    if not chunk_ids:
+        return {}
+    marks = ", ".join("?" * len(chunk_ids))
+    rows = conn.execute(f"SELECT id, start, end, heading FROM chunks WHERE id IN ({marks})", chunk_ids)
+    return {row[0]: (int(row[1]), int(row[2]), row[3]) for row in rows}
 
 
 def ids_of(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:

@@ -215,12 +215,13 @@ def read_again(
     lexical: Sequence[Ranked],
     passing: Callable[[int], bool] | None = None,
     window: frozenset[int] = frozenset(),
+    depth: int = DEPTH,
 ) -> tuple[dict[int, Reading], dict[int, tuple[int, ...]]]:
-    """What the second stage reads for ``query``: the first ``DEPTH`` of ``fused`` and their neighbours in a
+    """What the second stage reads for ``query``: the first ``depth`` of ``fused`` and their neighbours in a
     numbered series (those ``passing`` the search's filters), each memory's ``Reading``, and the neighbours
     of each (for ``rescored``). ``lexical`` is the lexical retriever's list (empty in semantic mode);
     ``window`` holds the memories a time phrase's boost lifts."""
-    head = [item.memory_id for item in fused[:DEPTH]]
+    head = [item.memory_id for item in fused[:depth]]
     near = neighbours(conn, head, passing)
     read = list(dict.fromkeys([*head, *(n for ids in near.values() for n in ids)]))
     near = neighbours(conn, read, passing) if len(read) > len(head) else near
