@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 
 from memrouter.core.effect import HISTORY_RULES, out_of_effect
-from memrouter.core.errors import InvalidInput, NotInstalled
+from memrouter.core.errors import EndpointError, InvalidInput, NotInstalled
 from memrouter.core.model import MODES, Hit, Match, ModeChoice
 from memrouter.core.query import check_limit, check_query, iso_time, make_filters, search_filters
 from memrouter.core.records import replace
@@ -93,6 +93,8 @@ def choose_mode(
         done = index.indexed(lambda: index.embed_pending(progress))
     except NotInstalled as exc:
         return ModeChoice(asked, "lexical", pending, notice=f"keyword-only: {exc}")
+    except EndpointError as exc:  # an embedding endpoint down: the vectors there are serve; these wait for it
+        return ModeChoice(asked, asked, pending, notice=f"{pending} memories wait for their vectors: {exc}")
     return ModeChoice(asked, asked, pending, done)
 
 
