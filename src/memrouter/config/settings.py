@@ -119,9 +119,10 @@ class SearchConfig:
     time_words: str = "boost"
     # Recency decay per channel: a half-life in days (0 = off). Sprint notes age fast; long-term ones do not.
     recency: dict[str, float] = field(default_factory=lambda: {"long_term": 0.0, "sprint": 14.0})
-    # "adaptive": the dense weight rises per query as the best lexical hit covers less of the query
-    # (memrouter.index.search.dense_weight); "fixed": the weights above, always.
-    fusion: str = "adaptive"
+    # "fixed": the weights above, always; "adaptive": the dense weight rises per query as the best lexical hit
+    # covers less of the query (memrouter.index.search.dense_weight). Fixed is the default: adaptive does not
+    # beat it on repositories its constants were not fitted on (benchmarks/fit_heldout.py, docs/search.md).
+    fusion: str = "fixed"
     # Folders are context (memrouter.index.folders): a memory in a folder with an overview borrows this
     # share of the overview's score for each query word it lacks itself; 0 turns it off.
     folder_context: float = 0.9
