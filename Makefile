@@ -54,7 +54,7 @@ test: $(STAMP) check
 # its own tests, then every other test again with each router reading PostgreSQL (`--store postgres`).
 test-postgres: $(STAMP)
 	$(BIN)/python -m pytest -q tests/postgres
-	$(BIN)/python -m pytest -q --store postgres --ignore=tests/postgres
+	$(BIN)/python -m pytest -q -n auto --store postgres --ignore=tests/postgres
 
 # The web UI in a real browser (tests/ui, left out of `make test`): Playwright driving Debian's
 # Chromium, axe-core from npm for the accessibility check. Installs what is missing; a missing
