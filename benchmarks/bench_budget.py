@@ -183,7 +183,7 @@ def mcp_start(cache: Path, rounds: int = 5) -> dict[str, Any]:
         env = _env()
         ours = StdioServerParameters(
             command=sys.executable, env=env,
-            args=["-m", "memrouter", "--root", str(CORPUS), "--index-dir", str(index_dir), "serve"],
+            args=["-m", "memrouter", "--root", str(CORPUS), "--index-dir", str(index_dir), "serve", "--tools", "serena"],
         )  # fmt: skip
         serena = [str(SERENA), "start-mcp-server", "--transport", "stdio", "--project", str(project),
                   "--agent-interface", "tools", "--context", "agent", "--enable-web-dashboard", "false",

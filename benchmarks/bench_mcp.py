@@ -50,7 +50,7 @@ def server_params(corpus: Path, index_dir: Path) -> Any:
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memrouter", "--root", str(corpus), "--index-dir", str(index_dir), "serve"],
+        args=["-m", "memrouter", "--root", str(corpus), "--index-dir", str(index_dir), "serve", "--tools", "serena"],
         env=env,
     )
 
