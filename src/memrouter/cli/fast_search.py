@@ -18,7 +18,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-from memrouter.cli.argv import undecodable
 from memrouter.cli.search_options import GROUP_OPTIONS, SEARCH_OPTIONS, Option
 from memrouter.core.records import record
 
@@ -170,7 +169,7 @@ def parse_search_argv(argv: Sequence[str]) -> SearchRequest | None:
     line that is not text (the group refuses it: ``memrouter.cli.argv``). What it accepts, click accepts and
     reads the same way (the same tables build the click command).
     """
-    if undecodable(argv, os.environ) is not None:
+    if not _text_only(argv):
         return None
     args = list(argv)
     position = 0
@@ -203,6 +202,19 @@ def parse_search_argv(argv: Sequence[str]) -> SearchRequest | None:
     source = fields.pop("source", None)
     fields["origin"] = fields.get("origin") or source
     return SearchRequest(query=queries[0], **fields)
+
+
+def _text_only(argv: Sequence[str]) -> bool:
+    """Whether the command line and the ``MEMROUTER_*`` variables are text (``memrouter.cli.argv``); a lone
+    surrogate is never ASCII, so an ASCII command line needs no closer look (nor the module's import)."""
+    env = os.environ
+    if all(arg.isascii() for arg in argv) and all(
+        key.isascii() and value.isascii() for key, value in env.items() if key.startswith("MEMROUTER_")
+    ):
+        return True
+    from memrouter.cli.argv import undecodable
+
+    return undecodable(argv, env) is None
 
 
 def _take(args: list[str], position: int, table: dict[str, Option]) -> int | None:
