@@ -207,16 +207,16 @@ class DenseIndex:
     ) -> list[sqlite3.Row]:
         """Memories with no chunks for their current hash and the current model (the first ``limit``; only
         ``names`` when given); with ``tokens`` on, also those with a chunk lacking token vectors."""
-        only = f" AND m.name IN ({', '.join(f'?{3 + i}' for i in range(len(names)))})" if names else ""
+        only = f" AND m.name IN ({', '.join(f':n{i}' for i in range(len(names)))})" if names else ""
+        wanted = {f"n{i}": name for i, name in enumerate(names or ())}
         return conn.execute(
             f"SELECT m.id, m.name, m.title, m.hash, m.body FROM memories m WHERE {lacking_sql(self.tokens)}{only} "
-            "ORDER BY m.id LIMIT ?2",
-            (self.model_id, -1 if limit is None else limit, *(names or ())),
+            "ORDER BY m.id LIMIT :limit",
+            {"model": self.model_id, "limit": -1 if limit is None else limit, **wanted},
         ).fetchall()
 
     def pending_size(self, conn: sqlite3.Connection) -> tuple[int, int]:
-        """How many memories ``pending`` would return, and the characters of their text (what embedding them costs)."""
-        return pending_size(conn, self.model_id, self.tokens)
+        return pending_size(conn, self.model_id, self.tokens)  # how many ``pending`` returns, and their characters
 
     def status(self, conn: sqlite3.Connection) -> DenseStatus:
         return dense_status(conn, self.model_id, self.tokens)

@@ -56,16 +56,16 @@ class DenseStatus:
 
 
 def lacking_sql(tokens: bool) -> str:
-    """The SQL condition on memory ``m``: no chunks for its current hash and the model ``?1``; with ``tokens``
+    """The SQL condition on memory ``m``: no chunks for its current hash and the model ``:model``; with ``tokens``
     on, or a chunk without token vectors."""
     without_tokens = (
-        " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = ?1 AND NOT EXISTS ("
+        " OR EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.model = :model AND NOT EXISTS ("
         "SELECT 1 FROM chunk_tokens t WHERE t.chunk_id = c.id))"
         if tokens
         else ""
     )
     return (
-        "(NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = ?1)"
+        "(NOT EXISTS (SELECT 1 FROM chunks c WHERE c.memory_id = m.id AND c.memory_hash = m.hash AND c.model = :model)"
         f"{without_tokens})"
     )
 
@@ -73,7 +73,8 @@ def lacking_sql(tokens: bool) -> str:
 def pending_size(conn: sqlite3.Connection, model: str, tokens: bool) -> tuple[int, int]:
     """How many memories lack vectors of ``model`` (``lacking_sql``), and the characters of their text."""
     count, chars = conn.execute(
-        f"SELECT count(*), coalesce(sum(length(m.body)), 0) FROM memories m WHERE {lacking_sql(tokens)}", (model,)
+        f"SELECT count(*), coalesce(sum(length(m.body)), 0) FROM memories m WHERE {lacking_sql(tokens)}",
+        {"model": model},
     ).fetchone()
     return int(count), int(chars)
 
