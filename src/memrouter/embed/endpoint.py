@@ -225,12 +225,13 @@ class EndpointEmbedder:
             raise ConfigError(f"[embed] dimension must be between 1 and 65536, got {dimension}")
         if not 1 <= batch_size <= 4096:
             raise ConfigError(f"[embed] batch_size must be between 1 and 4096, got {batch_size}")
-        route = "/embeddings"
-        base = url.rstrip("/")
-        if base.endswith(route):
-            base = base[: -len(route)]
         self.client = _Client(
-            base, key=key, timeout=timeout, retries=retries, what="the embedding endpoint", sleep=sleep
+            _base(url, "/embeddings"),
+            key=key,
+            timeout=timeout,
+            retries=retries,
+            what="the embedding endpoint",
+            sleep=sleep,
         )
         self.model = model
         self.batch_size = batch_size
@@ -353,12 +354,8 @@ class EndpointReranker:
         self, *, url: str, model: str | None = None, key: str | None = None, timeout: float = 30.0, retries: int = 2,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:  # fmt: skip
-        route = "/rerank"
-        base = url.rstrip("/")
-        if base.endswith(route):
-            base = base[: -len(route)]
         self.client = _Client(
-            base, key=key, timeout=timeout, retries=retries, what="the reranking endpoint", sleep=sleep
+            _base(url, "/rerank"), key=key, timeout=timeout, retries=retries, what="the reranking endpoint", sleep=sleep
         )
         self.model = model
 
@@ -452,3 +449,9 @@ def _redacted(url: str) -> str:
     if parts.password or parts.username:
         return url.replace(f"{parts.username or ''}:{parts.password or ''}@", "***@")
     return url
+
+
+def _base(url: str, route: str) -> str:
+    """The API's base URL: ``url`` without a trailing slash or the ``route`` it may already end with."""
+    base = url.rstrip("/")
+    return base.removesuffix(route)
