@@ -39,6 +39,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile memrouter's bytecode once, before any worker starts.
+
+    Hundreds of tests start ``python -m memrouter`` or a server as a new
+    process. Where ``PYTHONDONTWRITEBYTECODE`` is set, each of them would
+    compile every memrouter module it imports from source again (``memrouter
+    get`` costs twice the CPU time so). Compiling the whole package takes
+    about half a second. Workers skip this; the controller (or a run without
+    workers) does it, and Python's own timestamp check keeps an edited module
+    from running stale.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("memrouter")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--store postgres``, leave out the tests marked ``sqlite_only`` (each says why)."""
     if config.getoption("store") != "postgres":
