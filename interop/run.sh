@@ -56,5 +56,20 @@ else
     fi
 fi
 
+echo "interop: the sentence-transformers runtime (torch) against the golden vectors, in its own venv" >&2
+SBERT_PY="$INTEROP_WORK/sbert-venv/bin/python"
+if [[ -f "$INTEROP_WORK/missing-sbert" || ! -x "$SBERT_PY" ]]; then
+    echo "interop: *** the sentence-transformers test cannot run: $(cat "$INTEROP_WORK/missing-sbert" 2>/dev/null || echo "no $SBERT_PY") ***" >&2
+    status=1
+else
+    out="$(HF_HUB_OFFLINE=1 "$SBERT_PY" -m pytest -c interop/sbert/pytest.ini --rootdir interop/sbert -q -rs \
+        interop/sbert 2>&1)" || status=1
+    echo "$out"
+    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
+        echo "interop: the sentence-transformers test was skipped: skipped is never passed" >&2
+        status=1
+    fi
+fi
+
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status

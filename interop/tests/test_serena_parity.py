@@ -106,7 +106,7 @@ def serena_url(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
     """The real Serena on a free port: its URL, its project's memories folder and its global memories folder."""
     reason = skip_reason("serena", SERENA)
     if reason is not None:
-        pytest.fail(reason, pytrace=False)
+        pytest.fail(f"the real Serena is needed: {reason}", pytrace=False)
     project = tmp_path / "serena-project"
     (project / ".serena" / "memories").mkdir(parents=True)
     (project / "README.md").write_text("# A project without source files\n")
