@@ -100,3 +100,22 @@ def test_queries_never_execute_sql(router: Router, tmp_path: Path) -> None:
     router.search("'); DELETE FROM memories; --", mode="lexical")
     conn = sqlite3.connect(router.config.index_path)
     assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 6
+
+
+@pytest.mark.sqlite_only("reads the SQLite index's query plan")
+def test_time_bounds_come_from_the_partial_index(router: Router, memories: Path, tmp_path: Path) -> None:
+    """A default search reads the time bounds of the few memories that set one from the partial index
+    ``memories_timed``, not by walking every row; its condition and fields are the time rules'."""
+    from memrouter.core.effect import TIMED_RULES
+    from memrouter.index.sqlite.filters import TIMED_CONDITION, TIMED_FIELDS
+
+    assert set(TIMED_FIELDS) == {rule.field for rule in TIMED_RULES}
+    write(memories, "sprints/expired-note", "---\nexpires: 2020-01-01\n---\n# Expired note\n\nA flaky caching note.\n")
+    assert "sprints/expired-note" not in names(router.search("flaky caching note", mode="lexical"))
+    with sqlite3.connect(tmp_path / "index" / "index.sqlite") as conn:
+        query = f"SELECT id, {', '.join(TIMED_FIELDS)} FROM memories WHERE {TIMED_CONDITION}"
+        plan = " ".join(str(row[-1]) for row in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+        assert "COVERING INDEX memories_timed" in plan
+        assert [row[0] for row in conn.execute(f"SELECT name FROM memories WHERE {TIMED_CONDITION}")] == [
+            "sprints/expired-note"
+        ]

@@ -14,7 +14,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold s
 if TYPE_CHECKING:
     from memrouter.core.model import Filters
 
-__all__ = ["filter_sql"]
+__all__ = ["TIMED_CONDITION", "TIMED_FIELDS", "filter_sql"]
+
+# The fields of the time rules (``TIMED_RULES``) and the condition of a memory that sets one of them. The
+# partial index ``memories_timed`` (migration 0503) is built on this very condition, so a query with it reads
+# that small index instead of every row.
+TIMED_FIELDS = ("valid_until", "expires", "valid_from")
+TIMED_CONDITION = " OR ".join(f"{field} IS NOT NULL" for field in TIMED_FIELDS)
 
 
 def filter_sql(filters: Filters, alias: str = "m", *, timed: bool = True) -> tuple[str, list[object]]:

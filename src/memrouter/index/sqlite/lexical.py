@@ -29,7 +29,7 @@ from memrouter.core.effect import TIMED_RULES, out_of_effect
 from memrouter.core.model import Filters, Memory
 from memrouter.index.folders import FOLDER_SHARE, FolderContext
 from memrouter.index.fusion import Ranked
-from memrouter.index.sqlite.filters import filter_sql
+from memrouter.index.sqlite.filters import TIMED_CONDITION, TIMED_FIELDS, filter_sql
 from memrouter.index.sqlite.lexical_large import LARGE_CORPUS, LargeScorer
 from memrouter.index.sqlite.postings import decode
 from memrouter.index.text import STOP_WORDS, query_terms, tokens
@@ -171,12 +171,9 @@ class LexicalIndex:
             ids = {row[0] for row in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)}
             bounds: dict[int, dict[str, str | None]] = {}
             if filters.now is not None:  # the time rules' fields of every memory that sets one
-                fields = list(dict.fromkeys(rule.field for rule in TIMED_RULES))
-                rows = conn.execute(
-                    f"SELECT id, {', '.join(fields)} FROM memories WHERE "
-                    + " OR ".join(f"{field} IS NOT NULL" for field in fields)
-                )
-                bounds = {row[0]: dict(zip(fields, row[1:], strict=True)) for row in rows}
+                # read from the partial index of the memories that set a time (migration 0503), not the rows
+                rows = conn.execute(f"SELECT id, {', '.join(TIMED_FIELDS)} FROM memories WHERE {TIMED_CONDITION}")
+                bounds = {row[0]: dict(zip(TIMED_FIELDS, row[1:], strict=True)) for row in rows}
             cached = self._filtered[key] = (ids, bounds)
         ids, bounds = cached
         if filters.within is not None:

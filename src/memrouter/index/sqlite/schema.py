@@ -15,6 +15,7 @@ from memrouter.core.errors import IndexCorrupt
 from memrouter.core.records import record
 from memrouter.index.sqlite.access import USAGE_FILE, UsageFile
 from memrouter.index.sqlite.connection import enable_wal, transaction
+from memrouter.index.sqlite.filters import TIMED_CONDITION, TIMED_FIELDS
 from memrouter.index.sqlite.refresh import rebuild_postings
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -291,6 +292,16 @@ CREATE TABLE anchor_states (
 CREATE INDEX anchor_states_open ON anchor_states(status) WHERE status != 'fresh';
 """
 MIGRATIONS.append(Migration("0502_anchor_freshness", _ANCHORS))
+
+# The time bounds a default search applies itself (``LexicalIndex.allowed``) come from a partial index of the
+# few memories that set one, not from a scan of every row: the query's condition is the index's, word for word
+# (``filters.TIMED_CONDITION``), which is what lets SQLite use it.
+MIGRATIONS.append(
+    Migration(
+        "0503_timed_reads",
+        f"CREATE INDEX memories_timed ON memories({', '.join(TIMED_FIELDS)}) WHERE {TIMED_CONDITION};",
+    )
+)
 
 # Tables every index must have; a missing one is damage (see ``schema_damaged``).
 REQUIRED_TABLES = (
