@@ -62,7 +62,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--store postgres``, leave out the tests marked ``sqlite_only`` (each says why)."""
+    """Put the tests marked ``long`` first; with ``--store postgres``, leave out the tests marked ``sqlite_only``
+    (each says why).
+
+    Parallel workers take tests in this order, so a test that runs for many
+    seconds starts while the others still have short tests to take, rather
+    than last, when a worker would run it alone.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: otherwise in collection order
     if config.getoption("store") != "postgres":
         return
     kept, left = [], []

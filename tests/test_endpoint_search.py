@@ -58,6 +58,7 @@ def served() -> Iterator[str]:
         yield base
 
 
+@pytest.mark.long
 @pytest.mark.slow
 def test_an_index_built_through_embed_serve_holds_the_built_in_models_vectors(served: str, tmp_path: Path) -> None:
     root = project_with(tmp_path, endpoint_toml(served + "/v1"))

@@ -146,6 +146,7 @@ _TOKENS = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.long
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_TOKENS, max_size=7))
 def test_any_command_line_the_fast_path_takes_gives_what_click_gives(base: list[str], tokens: list[str]) -> None:

@@ -107,6 +107,7 @@ def test_the_serving_line_comes_once_requests_are_answered(project_root: Path, t
             process.stderr.close()
 
 
+@pytest.mark.long
 async def test_two_hundred_concurrent_sessions_are_served(http_server: Any) -> None:
     import anyio
     from mcp import Client
