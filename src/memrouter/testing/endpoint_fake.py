@@ -194,7 +194,8 @@ def serve_fake_endpoint(*, dimension: int = 64, tei: bool = False) -> Iterator[F
     server = ThreadingHTTPServer((HOST, 0), _handler(fake))
     server.daemon_threads = True
     fake.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # it looks for shutdown this often: the default half second would hold every block's end that long
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield fake
