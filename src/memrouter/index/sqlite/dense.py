@@ -101,6 +101,9 @@ class DenseIndex:
         # the last query with tokens on: (query, its vector, its kept word pieces' vectors)
         self._query_tokens: tuple[str, NDArray[np.float32], NDArray[np.float32]] | None = None
         self._memory_rows: Any = None  # (chunk rows ordered by memory, their memory ids), per generation
+        # (the passing ids' set, the ids out of effect, the mask of the rows they allow), per generation: the
+        # filters' cache (``LexicalIndex.allowed``) hands the same set to every search until the index changes
+        self._allowed: tuple[set[int], set[int], Any] | None = None
 
     # -- the model ---------------------------------------------------------
     @property
@@ -388,6 +391,7 @@ class DenseIndex:
         hnsw_path = cache / f"{stem}.hnsw" if cache is not None else None
         self._searcher = vector_search.open_searcher(matrix, hnsw_path=hnsw_path, **options)
         self._memory_rows = None
+        self._allowed = None
         self._generation = generation
 
     def embed_query(self, query: str) -> NDArray[np.float32]:
@@ -426,15 +430,14 @@ class DenseIndex:
         allowed = None
         if filters.restricts:
             if passing is not None:
-                ids_in, timed_out = passing(conn, filters)
-                ids = np.fromiter(ids_in - timed_out, dtype=np.int64)
+                allowed = self._allowed_rows(*passing(conn, filters))
             else:
                 where, params = filter_sql(filters)
                 ids = np.fromiter(
                     (r[0] for r in conn.execute(f"SELECT m.id FROM memories m WHERE 1{where}", params)), dtype=np.int64
                 )
-            allowed = np.nonzero(np.isin(self._chunk_memory, ids))[0]
-            if allowed.size == 0:
+                allowed = np.isin(self._chunk_memory, ids)
+            if not allowed.any():
                 return []
         rows, scores = self._searcher.top_k(vector, min(self._searcher.size, limit * CHUNKS_PER_MEMORY), allowed)
         best: dict[int, tuple[float, int]] = {}
@@ -450,6 +453,21 @@ class DenseIndex:
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
         details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
         return [Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked]
+
+    def _allowed_rows(self, passing: set[int], timed_out: set[int]) -> NDArray[np.bool_]:
+        """The mask of the rows whose memory is in ``passing`` and not in ``timed_out``, kept while the same
+        ``passing`` set comes back with the same ``timed_out``."""
+        import numpy as np
+
+        cached = self._allowed
+        if cached is not None and cached[0] is passing and cached[1] == timed_out:
+            mask: NDArray[np.bool_] = cached[2]
+            return mask
+        kept = passing - timed_out
+        ids = np.fromiter(kept, dtype=np.int64, count=len(kept))
+        mask = np.isin(self._chunk_memory, ids)
+        self._allowed = (passing, set(timed_out), mask)
+        return mask
 
     def _similarity(self, vector: NDArray[np.float32], memory_id: int) -> float:
         """The similarity of ``memory_id``'s best chunk to the query ``vector`` (exact; -1 without chunks)."""
