@@ -39,6 +39,32 @@ def test_polling_fallback_without_a_watcher(memories: Path, tmp_path: Path) -> N
         assert names(router, "okapi") == ["late"]
 
 
+def test_polling_keeps_its_scans_to_a_share_of_the_time(memories: Path, tmp_path: Path) -> None:
+    """Without a watcher, a scan that takes long (a store of 100,000 files) is not repeated before
+    ``RESCAN_SHARE`` of the time since would pay for it; edits are seen once that time has passed."""
+    from memrouter.index.sqlite.keeper import RESCAN_SHARE
+
+    base = Config.load(root=memories, index_dir=tmp_path / "idx")
+    config = Config(base.root, base.index_dir, base.project_dir, SearchConfig(refresh_interval=0.01))
+    with Router(config, watch=False) as router:
+        store = router.workspace.index.store
+        scan = store.stat_files
+
+        def slow_scan() -> list[tuple[str, str, int, int]]:  # as a large store's scan takes
+            time.sleep(0.04)
+            return scan()
+
+        store.stat_files = slow_scan  # type: ignore[method-assign]
+        assert names(router, "postgres")
+        scanned = time.monotonic()
+        write(memories, "late", "# Late arrival\n\nokapi\n")
+        while not names(router, "okapi"):
+            assert time.monotonic() - scanned < 10, "the edit was never seen"
+            time.sleep(0.05)
+        assert time.monotonic() - scanned >= 0.04 / RESCAN_SHARE  # not before the scan's share allowed
+        assert names(router, "okapi") == ["late"]
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/sys/fs/inotify"), reason="inotify is Linux-only")
 def test_watcher_reports_changes_once(memories: Path) -> None:
     from memrouter.store.watch import ChangeWatcher

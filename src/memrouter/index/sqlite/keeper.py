@@ -45,13 +45,16 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["IndexKeeper", "READ_REFRESH_WAIT"]
+__all__ = ["READ_REFRESH_WAIT", "RESCAN_SHARE", "IndexKeeper"]
 
 log = LazyLogger(__name__)
 
 # A refresh before a read waits at most this long for other writers (seconds),
 # then the read is answered from the index as it is.
 READ_REFRESH_WAIT = 2.0
+# Without file-system events, the share of a long-running process's time its stat scans may take at most: a
+# scan that took 50 ms waits at least a second before the next, one that took 0.8 s (100,000 files) 16 s.
+RESCAN_SHARE = 0.05
 
 
 class IndexKeeper:
@@ -96,6 +99,7 @@ class IndexKeeper:
         # Reads answered from the index as it was, because a refresh could not get the write lock.
         self.stale_reads = 0
         self._last_check = float("-inf")
+        self._scan_seconds = 0.0  # what the last refresh's scan took (finding the changes, not indexing them)
         # Dense retrieval loads on first use (see ``dense``), never for lexical search.
         self._dense: DenseIndex | None = None
         self._dense_checked: str | None = None
@@ -266,6 +270,7 @@ class IndexKeeper:
             self._watcher = ChangeWatcher(self.store.root, sources.folders() if sources is not None else ())
         report = refresh_index(self.conn, self.store, full=full, progress=progress)
         self._last_check = time.monotonic()
+        self._scan_seconds = report.scan_ms / 1000
         self.last_report = report
         self.unindexed.clear()
         if not self.store.readonly and self.store.stray_temps:
@@ -287,7 +292,10 @@ class IndexKeeper:
 
     def ensure_fresh(self) -> None:
         """Refresh when files may have changed: always the first time, then on
-        file-system events (or every ``refresh_interval`` seconds without them).
+        file-system events (or, without them, every ``refresh_interval`` seconds
+        and never more often than keeps the scans to ``RESCAN_SHARE`` of the
+        time: a scan of 100,000 files takes most of a second, and a search must
+        not pay that every second; ``refresh_interval`` 0 scans before every read).
 
         When other processes hold the write lock past ``READ_REFRESH_WAIT``,
         reads go on from the index as it is (WAL readers never wait) and the
@@ -299,7 +307,9 @@ class IndexKeeper:
                 if not watcher.changed():
                     return
                 watcher.watch_tree()
-            elif time.monotonic() - self._last_check < self.refresh_interval:
+            elif self.refresh_interval > 0 and time.monotonic() - self._last_check < max(
+                self.refresh_interval, self._scan_seconds / RESCAN_SHARE
+            ):
                 return
         conn = self.conn
         saved, conn.write_wait = conn.write_wait, min(conn.write_wait, READ_REFRESH_WAIT)

@@ -38,7 +38,9 @@ Progress = Callable[[int, int], None]
 @record(frozen=False)
 class RefreshReport:
     """What one refresh did; ``changed`` lists names added or updated. ``took_ms`` is the files' part (reading,
-    parsing, the full text and the graph); ``embedded`` memories got vectors in ``embed_ms`` more."""
+    parsing, the full text and the graph), ``scan_ms`` the part of it that found what changed (the stat scan
+    and its comparison with the index, what a refresh that finds nothing costs); ``embedded`` memories got
+    vectors in ``embed_ms`` more."""
 
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
@@ -46,6 +48,7 @@ class RefreshReport:
     unchanged: int = 0
     problems: dict[str, str] = field(default_factory=dict)
     took_ms: float = 0.0
+    scan_ms: float = 0.0
     embedded: int = 0
     embed_ms: float = 0.0
 
@@ -210,6 +213,7 @@ def refresh_index(
     present = {stat[0] for stat in files}
     gone = [name for name in known if name not in present]
     sources, dropped = _source_candidates(store, sections, full, report)
+    report.scan_ms = (time.perf_counter() - started) * 1000
     if not candidates and not gone and not sources and not dropped:
         report.took_ms = (time.perf_counter() - started) * 1000
         return report
