@@ -266,7 +266,9 @@ def build(cache: Path, speed: float) -> dict[str, Any]:
 def suite() -> dict[str, Any]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
     wall, _ = _silent(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--ignore=tests/postgres"], env, ROOT
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "--ignore=tests/postgres"],
+        env,
+        ROOT,
     )
     return {"row": "test suite (make test's pytest)", "figure": f"{wall / 1000:.0f} s", "baseline": "-",
             "time": wall / 1000, "target": 150.0}  # fmt: skip
