@@ -126,12 +126,25 @@ class Run:
             elif kept.status != NO_ANCHORS:
                 results.append(kept)
         old_head = history.head if history is not None else None
+        # Checked against the history once git has read it; until then, inference runs beside git (see below).
+        checker = Checker(
+            self.top, _HistoryUnread(), self.tree, self.blobs, self.parsers,
+            lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
+        )  # fmt: skip
+        reread: NameIndex | None = None
+        early: dict[str, tuple[list[Anchor], set[str]]] = {}
+        if log_process is not None and pending and ws.config.anchors.infer:
+            reread, early = self._infer_beside_log(pending, checker)
         if log_process is not None:
             self.history = history or PathHistory()
             self.history.extend(finish_log(log_process))
         elif pending or self.need_history:
             self.history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY))) or PathHistory()
             old_head = self.history.head
+        # An inference made beside git stands unless a path it asked about turns out to be in the history.
+        new_inferred = {
+            text: anchors for text, (anchors, asked) in early.items() if not any(map(self.history.known, asked))
+        }
         # Checked at an earlier commit, and no commit since touched the memory or what it anchors: kept.
         carried: list[tuple[str, MemoryCheck]] = []
         still: list[tuple[str, str, str, str, str]] = []
@@ -149,18 +162,16 @@ class Run:
             inferred = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in pending], INFERENCE))
         # A memory with no anchors (none written, none inferred from this text before) needs nothing more.
         pending = [row for row in pending if json_list(row[3]) or row[2] not in inferred or inferred[row[2]]]
-        checker = Checker(
-            self.top, self.history, self.tree, self.blobs, self.parsers,
-            lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
-        )  # fmt: skip
-        need_inference = [row for row in pending if ws.config.anchors.infer and row[2] not in inferred]
-        if need_inference:  # inference checks names against the tracked files: listed only then
-            listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
-            self.tree = replace(self.tree, files=_work_tree(listing, b"").files | self.tree.untracked)
-            checker.tree = self.tree
-        reread = self._read_names(need_inference)
-        new_inferred = {row[2]: self._infer(row, checker) for row in need_inference}
+        checker.history = self.history
         inferred.update(new_inferred)
+        need_inference = [row for row in pending if ws.config.anchors.infer and row[2] not in inferred]
+        if need_inference and not self.tree.files:  # inference checks names against the tracked files
+            self._list_files(checker)
+        names = self._read_names(need_inference)
+        reread = names if names is not None else reread
+        later = {row[2]: self._infer(row, checker) for row in need_inference}
+        new_inferred.update(later)
+        inferred.update(later)
         saved, watched_all = self._check_pending(pending, previous, inferred, checker, dirty, results)
         results.sort(key=lambda check: check.name)
         kinds: dict[str, int] = {}
@@ -176,6 +187,41 @@ class Run:
             self._save(keep_history, reread, new_inferred, checker, saved, carried)
             self._write_anchored_paths(watched_all)
         return results, kinds
+
+    def _list_files(self, checker: Checker) -> None:
+        """The tracked files (and the untracked ones), which inference checks the names it finds against."""
+        listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
+        self.tree = replace(self.tree, files=_work_tree(listing, b"").files | self.tree.untracked)
+        checker.tree = self.tree
+
+    def _infer_beside_log(
+        self, rows: list[tuple[str, str, str, str, str]], checker: Checker
+    ) -> tuple[NameIndex | None, dict[str, tuple[list[Anchor], set[str]]]]:
+        """While git reads the history in a process of its own, infer the anchors of the memories whose text has
+        none stored: (the names when read, text -> (anchors, the paths asked of the history)).
+
+        Inference needs the tracked files and the defined names; of the history it asks only whether a path was
+        ever committed, and is told no. Each inference comes with the paths it asked about: once the history is
+        read, one that asked about a path the history knows is made again. None is made here when bringing the
+        stored names up to date would need the history.
+        """
+        ws, conn = self.ws, self.ws.conn
+        names = ws.index.indexed(lambda: _names(stored.cached(conn, _NAMES)))
+        if names is not None and names.head != self.head:
+            return None, {}
+        known = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in rows], INFERENCE))
+        todo = [row for row in rows if row[2] not in known]
+        if not todo:
+            return None, {}
+        self._list_files(checker)
+        reread = self._read_names(todo)
+        unread = checker.history
+        assert isinstance(unread, _HistoryUnread)
+        found: dict[str, tuple[list[Anchor], set[str]]] = {}
+        for row in todo:
+            unread.asked = set()
+            found[row[2]] = (self._infer(row, checker), unread.asked)
+        return reread, found
 
     def _unchanged(
         self, previous: tuple[str, MemoryCheck, list[str], str | None, str | None] | None, value: str, dirty: set[str]
@@ -211,8 +257,8 @@ class Run:
     def _read_names(self, need_inference: list[tuple[str, str, str, str, str]]) -> NameIndex | None:
         """The defined names, when inference needs them: cached, brought up to HEAD by reading the files the new
         commits touched, or read whole; returns the index when it was read (to be stored)."""
-        if not need_inference:
-            return None
+        if not need_inference or (self.names is not None and self.names.head == self.head):
+            return None  # none needed, or read already
         names = self.ws.index.indexed(lambda: _names(stored.cached(self.ws.conn, _NAMES)))
         self.names = names
         if names is not None and names.head == self.head:
@@ -391,6 +437,19 @@ class Run:
             temporary.replace(target)
         except OSError as exc:
             log.warning("the anchored paths for the git hook were not written: %s", exc)
+
+
+class _HistoryUnread(PathHistory):
+    """The history while git still reads it: no path is known yet, and each path asked about is noted (the
+    inference that asked is made again once the history is read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: set[str] = set()
+
+    def known(self, path: str) -> bool:
+        self.asked.add(path)
+        return False
 
 
 def _history(data: dict[str, object] | None) -> PathHistory | None:

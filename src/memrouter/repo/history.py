@@ -19,7 +19,11 @@ from pathlib import Path
 
 from memrouter.repo.git import GitError, GitSession
 
-__all__ = ["PathHistory", "read_history", "start_log", "finish_log"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import IO
+
+__all__ = ["PathHistory", "RunningLog", "finish_log", "read_history", "start_log"]
 
 # A path's events: +seq when a commit added, changed or renamed into it; -seq when one deleted or renamed it away.
 _START = "\x01"
@@ -180,31 +184,61 @@ def _path(raw: bytes) -> str:
 _LOG = ["log", "-z", "--name-status", "-M", f"--format={_START}%H %ct"]
 
 
-def start_log(top: Path, since: str | None, head: str) -> subprocess.Popen[bytes]:
+class RunningLog:
+    """A ``git log`` started by ``start_log``, its output taken in by threads as git writes it: a pipe nobody
+    reads stops git once the pipe's buffer is full, so without them git would wait for ``finish_log``."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        import threading  # only a verification reads the history
+
+        self.process = process
+        self.output: list[bytes] = []
+        self.errors: list[bytes] = []
+        self.readers = [
+            threading.Thread(target=_drain, args=(stream, into), daemon=True)
+            for stream, into in ((process.stdout, self.output), (process.stderr, self.errors))
+        ]
+        for reader in self.readers:
+            reader.start()
+
+
+def _drain(stream: IO[bytes], into: list[bytes]) -> None:
+    """Append what ``stream`` gives to ``into`` until it ends (the read waits without holding the GIL)."""
+    with stream:
+        for chunk in iter(lambda: stream.read(1 << 16), b""):
+            into.append(chunk)
+
+
+def start_log(top: Path, since: str | None, head: str) -> RunningLog:
     """Start ``git log`` for the commits of ``since..head`` (all of ``head`` when ``since`` is None), so other
     work runs while git reads; ``finish_log`` collects it."""
     command = ["git", "--no-pager", "-c", "core.quotepath=off", *_LOG, f"{since}..{head}" if since else head, "--"]
     try:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             command, cwd=top, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
             env=GitSession.environment(),
         )  # fmt: skip
     except OSError as exc:
         raise GitError(f"cannot run git in {top}: {exc.strerror or exc}") from exc
+    return RunningLog(process)
 
 
-def finish_log(process: subprocess.Popen[bytes], timeout: float = 120.0) -> bytes:
-    """The output of a ``start_log`` process (``GitError`` if git failed or took longer than ``timeout``)."""
+def finish_log(running: RunningLog, timeout: float = 120.0) -> bytes:
+    """The output of a ``start_log`` run (``GitError`` if git failed or took longer than ``timeout``)."""
+    process = running.process
     try:
-        output, errors = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         process.kill()
-        process.communicate()
+        process.wait()
         raise GitError(f"git log took longer than {timeout:g} s") from exc
+    finally:
+        for reader in running.readers:
+            reader.join()
     if process.returncode != 0:
-        message = (errors.decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
+        message = (b"".join(running.errors).decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
         raise GitError(f"git log failed: {message}")
-    return output
+    return b"".join(running.output)
 
 
 def read_history(
