@@ -42,6 +42,26 @@ def test_text_search_and_no_results(cli) -> None:  # type: ignore[no-untyped-def
     assert cli("search", "qwertyuiop", "--mode", "lexical").output.strip() == "no memories matched"
 
 
+def test_text_search_says_why_without_markdown_markup(memories: Path, tmp_path: Path) -> None:
+    """A person reads the text form: why each hit was found (the matched words, the mode), snippets without the
+    markdown's marks; bold only on a terminal (never in a pipe)."""
+    (memories / "conventions").mkdir(exist_ok=True)
+    (memories / "conventions" / "rounding.md").write_text(
+        "# Rounding\n\nInvoices round **half-even** with `ROUND_HALF_EVEN` in billing/invoice.py.\n", encoding="utf-8"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "memrouter", "--root", str(memories), "--index-dir", str(tmp_path / "idx"),
+         "search", "how do invoices round", "--mode", "lexical", "--limit", "1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(" 1. conventions/rounding  (")
+    assert lines[1] == "    Rounding Invoices round half-even with ROUND_HALF_EVEN in billing/invoice.py."
+    assert lines[2].startswith("    why: keywords #1 (") and lines[2].endswith("); lexical search")
+    assert {"invoices", "round"} <= set(lines[2].split("(", 1)[1].split(")")[0].split(", "))
+    assert "\x1b[" not in done.stdout and "**" not in done.stdout
+
+
 @pytest.mark.parametrize("query", ["", "   ", "a\x01b", "x" * 1001])
 def test_bad_queries_exit_2(cli, query: str) -> None:  # type: ignore[no-untyped-def]
     result = cli("search", query)

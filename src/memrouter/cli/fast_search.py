@@ -15,6 +15,7 @@ that the two give identical results on generated command lines.
 from __future__ import annotations
 
 import os
+import re  # loaded already on this path (query checks); the text form strips markup with it
 import sys
 from collections.abc import Sequence
 
@@ -99,7 +100,7 @@ def run_search(request: SearchRequest) -> int:
             data["notice"] = notice
         print(json.dumps(data, ensure_ascii=False, default=str))
     else:
-        print(format_hits(hits))
+        print(format_hits(hits, query=request.query, mode=mode, emphasis=sys.stdout.isatty()))
     sys.stdout.flush()
     return 0
 
@@ -147,8 +148,9 @@ def configured(root: str | None, index_dir: str | None, *, rerank: bool = False)
     return replace(config, search=replace(config.search, rerank=True)) if rerank else config
 
 
-def format_hits(hits: Sequence[Any]) -> str:
-    """The text form: rank, name, origin, score and title, then the snippet."""
+def format_hits(hits: Sequence[Any], *, query: str = "", mode: str | None = None, emphasis: bool = False) -> str:
+    """The text form for people: rank, name, origin, score and title; the snippet without markdown markup (the
+    words that matched in bold when ``emphasis``, on a terminal); and why it was found."""
     if not hits:
         return "no memories matched"
     lines = []
@@ -156,9 +158,59 @@ def format_hits(hits: Sequence[Any]) -> str:
         origin = "" if hit.source == "canonical" else f" [{hit.source}]"
         marked = f" [{hit.validity}]" if getattr(hit, "validity", None) else ""
         lines.append(f"{rank:>2}. {hit.name}{origin}{marked}  ({hit.score:.3f})  {hit.title}")
-        if hit.snippet:
-            lines.append(f"    {hit.snippet}")
+        plain = plain_text(hit.snippet) if hit.snippet else ""
+        if plain:
+            lines.append(f"    {_emphasised(plain, query) if emphasis else plain}")
+        if hit.why:
+            lines.append(f"    why: {describe_why(hit, mode, plain, query)}")
     return "\n".join(lines)
+
+
+# What each retriever is called in the text form.
+_FOUND_BY = {"lexical": "keywords", "dense": "meaning", "graph": "linked memories", "rerank": "second reading"}
+# Notes (rank 0) worth a reader's while: a memory whose code changed, a time phrase understood.
+_NOTES = ("anchors", "time")
+
+
+def describe_why(hit: Any, mode: str | None, plain: str = "", query: str = "") -> str:
+    """A hit's ``why`` in one line: each retriever that found it with its rank and what matched (the query's
+    words in the snippet, the passage), the notes that matter, then the mode the search ran in."""
+    parts: list[str] = []
+    for match in hit.why:
+        if match.rank:
+            detail = match.detail
+            if match.retriever == "lexical" and query and plain:
+                from memrouter.index.sqlite.lexical import matched_words
+
+                detail = ", ".join(matched_words(query, plain)[:6]) or detail
+            found_by = _FOUND_BY.get(match.retriever, match.retriever)
+            parts.append(f"{found_by} #{match.rank}" + (f" ({detail})" if detail else ""))
+        elif match.retriever in _NOTES and match.detail:
+            parts.append(f"{match.retriever}: {match.detail}")
+    keyword_only = any(m.retriever == "mode" or (m.retriever == "dense" and not m.rank) for m in hit.why)
+    if mode:
+        parts.append("keyword-only (see the note above)" if keyword_only and mode != "lexical" else f"{mode} search")
+    return "; ".join(parts)
+
+
+# Markdown markup a snippet may hold: heading marks, bold (and the highlight markers), backticks.
+_MARKUP = re.compile(r"(?m)^\s{0,3}#{1,6}\s+|\*\*|__|`")
+
+
+def plain_text(snippet: str) -> str:
+    """A snippet without markdown markup, on one line."""
+    return " ".join(_MARKUP.sub("", snippet).split())
+
+
+def _emphasised(plain: str, query: str) -> str:
+    """``plain`` with the words that matched ``query`` in bold (ANSI), for a terminal."""
+    from memrouter.index.sqlite.lexical import matched_words
+
+    words = matched_words(query, plain)
+    if not words:
+        return plain
+    pattern = re.compile("|".join(re.escape(word) for word in sorted(words, key=len, reverse=True)), re.IGNORECASE)
+    return pattern.sub(lambda found: f"\x1b[1m{found.group(0)}\x1b[0m", plain)
 
 
 def parse_search_argv(argv: Sequence[str]) -> SearchRequest | None:
@@ -264,4 +316,12 @@ def _valid(option: Option, value: str) -> bool:
     return not option.folder or (value != "" and not os.path.isfile(value))  # click.Path(file_okay=False)
 
 
-__all__ = ["EmbedProgress", "SearchRequest", "format_hits", "parse_search_argv", "run_search"]
+__all__ = [
+    "EmbedProgress",
+    "SearchRequest",
+    "describe_why",
+    "format_hits",
+    "parse_search_argv",
+    "plain_text",
+    "run_search",
+]

@@ -242,6 +242,14 @@ class LexicalIndex:
 SNIPPET_SCAN = 8000
 
 
+def matched_words(query: str, text: str) -> list[str]:
+    """The words of ``text`` a snippet would highlight for ``query`` (each once, lower-cased, in order)."""
+    pattern = _highlighter(query)
+    if pattern is None:
+        return []
+    return list(dict.fromkeys(found.lower() for found in pattern.findall(text)))
+
+
 @lru_cache(maxsize=256)
 def _highlighter(query: str) -> re.Pattern[str] | None:
     """A pattern finding words that start with a query word or its stem (C-speed scan)."""
