@@ -19,8 +19,12 @@ more, the two interleaved question by question.
     .venv/bin/python benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--rounds 2] [--cache DIR]
     .venv/bin/python benchmarks/bench_scale.py --slowest 10   # the slowest questions at the largest size
 
-Targets at 100,000 memories: p95 <= 25 ms and p99 <= 60 ms. The index build
-time and the process's peak RSS after the build are reported. With
+Targets at 100,000 memories: p95 <= 25 ms and p99 <= 60 ms, checked on the
+row of that size. The slowest search is printed beside them, with how many
+took over ``SLOW_MS``: a router without file-system events pays its stat scan
+of the files inside a search now and then (``RESCAN_SHARE`` of its time at
+most), which p99 does not show. The index build time and the process's peak
+RSS after the build are reported. With
 ``--cache`` the generated corpus, its index and the FTS5 table are kept,
 keyed by the generator's version and the index schema, and reused by the
 next run (``bench_budget.py`` calls ``scale_row`` so).
@@ -58,6 +62,8 @@ EXTRA_QUESTIONS = [
     "gemini code assist reviews not appearing too many comments",
 ]
 QUESTIONS = 220
+TARGETS = {"p95": 25.0, "p99": 60.0}  # ms, at 100,000 memories
+SLOW_MS = 100.0  # a search slower than this paid something besides searching (a freshness scan)
 
 
 def paragraphs() -> list[str]:
@@ -215,15 +221,24 @@ def figures(samples: list[tuple[float, str]]) -> tuple[float, float, float]:
     return percentile(values, 0.5), percentile(values, 0.95), percentile(values, 0.99)
 
 
+def slowest(samples: list[tuple[float, str]]) -> tuple[float, int]:
+    """The slowest sample's milliseconds and how many took over ``SLOW_MS``."""
+    values = [ms for ms, _ in samples]
+    return max(values, default=0.0), sum(ms > SLOW_MS for ms in values)
+
+
 def scale_row(cache: Path, size: int = 100_000, rounds: int = 2) -> dict[str, Any]:
-    """The 100,000-memory row of the performance budget: p50/p95/p99 beside FTS5's, and the build time.
+    """The 100,000-memory row of the performance budget: p50/p95/p99 beside FTS5's, and the build time;
+    ``max`` is memrouter's slowest search and ``over_slow`` how many of its ``searches`` took over ``SLOW_MS``.
 
     Prints nothing; the corpus, index and FTS5 table are built under ``cache`` once and reused.
     """
     work, build = prepared(size, paragraphs(), cache)
     found = measure(work, questions(), rounds)
     (p50, p95, p99), (f50, f95, f99) = figures(found["ours"]), figures(found["theirs"])
-    return {"p50": p50, "p95": p95, "p99": p99, "fts5_p50": f50, "fts5_p95": f95, "fts5_p99": f99, "build_s": build}
+    worst, over = slowest(found["ours"])
+    return {"p50": p50, "p95": p95, "p99": p99, "fts5_p50": f50, "fts5_p95": f95, "fts5_p99": f99,
+            "build_s": build, "max": worst, "over_slow": over, "searches": len(found["ours"])}  # fmt: skip
 
 
 def main() -> None:
@@ -251,6 +266,10 @@ def main() -> None:
             f"{size:>8} {built} {rss:>7.0f} {p50:>8.2f} / {p95:>7.2f} / {p99:>7.2f}"
             f" {f50:>6.2f} / {f95:>6.2f} / {f99:>6.2f} {p95 / f95:>9.2f}"
         )
+        worst, over = slowest(found["ours"])
+        met = "met" if p95 <= TARGETS["p95"] and p99 <= TARGETS["p99"] else "MISSED"
+        target = f"targets p95 <= {TARGETS['p95']:g} / p99 <= {TARGETS['p99']:g} ms {met}; " if size == 100_000 else ""
+        print(f"{'':>10}{target}slowest {worst:.1f} ms, {over} of {len(found['ours'])} over {SLOW_MS:g} ms")
         if args.slowest:
             worst: dict[str, float] = {}
             for ms, query in found["ours"]:
