@@ -24,8 +24,8 @@ from memrouter.core.lazylog import LazyLogger
 from memrouter.index.sqlite import anchors as stored
 from memrouter.index.sqlite.connection import transaction
 from memrouter.repo.git import GitError, GitSession
-from memrouter.repo.history import PathHistory, finish_log, start_log
-from memrouter.repo.tree import BlobReader, WorkTree, collect, start
+from memrouter.repo.history import PathHistory, UnreadHistory, finish_log, start_log
+from memrouter.repo.tree import BlobReader, WorkTree, collect, parse_work_tree, start
 from memrouter.store.parse import parse_memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -87,7 +87,7 @@ class Run:
             start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"), "status"
         )
         listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
-        self.tree = _work_tree(listing, status)
+        self.tree = parse_work_tree(listing, status)
         checker = Checker(self.top, self.history, self.tree, self.blobs, self.parsers, staged=False)
         written = [parse_anchor(entry) for entry in front_matter_anchors(text)]
         if not self.ws.config.anchors.infer:
@@ -115,7 +115,7 @@ class Run:
             whole = history is None
             log_process = start_log(self.top, history.head if history else None, str(self.head))
         status = start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-        self.tree = _work_tree(b"", collect(status, "status"))
+        self.tree = parse_work_tree(b"", collect(status, "status"))
         dirty = set(self.tree.changed) | set(self.tree.untracked)
         results: list[MemoryCheck] = []
         pending: list[tuple[str, str, str, str, str]] = []
@@ -128,7 +128,7 @@ class Run:
         old_head = history.head if history is not None else None
         # Checked against the history once git has read it; until then, inference runs beside git (see below).
         checker = Checker(
-            self.top, _HistoryUnread(), self.tree, self.blobs, self.parsers,
+            self.top, UnreadHistory(), self.tree, self.blobs, self.parsers,
             lookup=lambda blob: ws.index.indexed(lambda: stored.definitions(conn, blob)), staged=self.staged,
         )  # fmt: skip
         reread: NameIndex | None = None
@@ -191,7 +191,7 @@ class Run:
     def _list_files(self, checker: Checker) -> None:
         """The tracked files (and the untracked ones), which inference checks the names it finds against."""
         listing = collect(start(self.top, "ls-files", "-z"), "ls-files")
-        self.tree = replace(self.tree, files=_work_tree(listing, b"").files | self.tree.untracked)
+        self.tree = replace(self.tree, files=parse_work_tree(listing, b"").files | self.tree.untracked)
         checker.tree = self.tree
 
     def _infer_beside_log(
@@ -216,7 +216,7 @@ class Run:
         self._list_files(checker)
         reread = self._read_names(todo)
         unread = checker.history
-        assert isinstance(unread, _HistoryUnread)
+        assert isinstance(unread, UnreadHistory)
         found: dict[str, tuple[list[Anchor], set[str]]] = {}
         for row in todo:
             unread.asked = set()
@@ -439,19 +439,6 @@ class Run:
             log.warning("the anchored paths for the git hook were not written: %s", exc)
 
 
-class _HistoryUnread(PathHistory):
-    """The history while git still reads it: no path is known yet, and each path asked about is noted (the
-    inference that asked is made again once the history is read)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked: set[str] = set()
-
-    def known(self, path: str) -> bool:
-        self.asked.add(path)
-        return False
-
-
 def _history(data: dict[str, object] | None) -> PathHistory | None:
     if data is None:
         return None
@@ -468,21 +455,6 @@ def _names(data: dict[str, object] | None) -> NameIndex | None:
         return NameIndex.from_data(data)
     except ValueError:
         return None
-
-
-def _work_tree(listing: bytes, status: bytes) -> WorkTree:
-    files = {item.decode("utf-8", "surrogateescape") for item in listing.split(b"\0") if item}
-    changed: dict[str, str] = {}
-    untracked: set[str] = set()
-    for entry in status.split(b"\0"):
-        if len(entry) < 4:
-            continue
-        code, path = entry[:2].decode("ascii", "replace"), entry[3:].decode("utf-8", "surrogateescape")
-        if code == "??":
-            untracked.add(path)
-        else:
-            changed[path] = code
-    return WorkTree(frozenset(files | untracked), changed, frozenset(untracked))
 
 
 def json_list(text: str) -> list[object]:

@@ -23,7 +23,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import IO
 
-__all__ = ["PathHistory", "RunningLog", "finish_log", "read_history", "start_log"]
+__all__ = ["PathHistory", "RunningLog", "UnreadHistory", "finish_log", "read_history", "start_log"]
 
 # A path's events: +seq when a commit added, changed or renamed into it; -seq when one deleted or renamed it away.
 _START = "\x01"
@@ -182,6 +182,19 @@ def _path(raw: bytes) -> str:
 
 
 _LOG = ["log", "-z", "--name-status", "-M", f"--format={_START}%H %ct"]
+
+
+class UnreadHistory(PathHistory):
+    """A history while git still reads it: no path is known yet, and each path asked about is noted (so what
+    asked can be done again once the history is read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: set[str] = set()
+
+    def known(self, path: str) -> bool:
+        self.asked.add(path)
+        return False
 
 
 class RunningLog:

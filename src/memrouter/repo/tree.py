@@ -15,7 +15,17 @@ from pathlib import Path
 
 from memrouter.repo.git import GitError, GitSession
 
-__all__ = ["BlobReader", "WorkTree", "blob_id", "collect", "grep_lines", "read_blobs", "start", "work_tree"]
+__all__ = [
+    "BlobReader",
+    "WorkTree",
+    "blob_id",
+    "collect",
+    "grep_lines",
+    "parse_work_tree",
+    "read_blobs",
+    "start",
+    "work_tree",
+]
 
 
 def blob_id(data: bytes) -> str:
@@ -80,10 +90,15 @@ def work_tree(top: Path) -> WorkTree:
     """The tracked files, the uncommitted changes and the untracked files of the work tree at ``top``."""
     listing = start(top, "ls-files", "-z")
     status = start(top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-    files = {_text(item) for item in collect(listing, "ls-files").split(b"\0") if item}
+    return parse_work_tree(collect(listing, "ls-files"), collect(status, "status"))
+
+
+def parse_work_tree(listing: bytes, status: bytes) -> WorkTree:
+    """The work tree from ``git ls-files -z`` (``listing``) and ``git status --porcelain=v1 -z`` (``status``)."""
+    files = {_text(item) for item in listing.split(b"\0") if item}
     changed: dict[str, str] = {}
     untracked: set[str] = set()
-    for entry in collect(status, "status").split(b"\0"):
+    for entry in status.split(b"\0"):
         if len(entry) < 4:
             continue
         code, path = entry[:2].decode("ascii", "replace"), _text(entry[3:])

@@ -34,9 +34,11 @@ from memrouter.index.fusion import Ranked
 from memrouter.index.sqlite import vectors as vector_search
 from memrouter.index.sqlite.connection import transaction
 from memrouter.index.sqlite.dense_status import (
+    KNOWN_MODEL_IDS,
     DenseStatus,
     Embedded,
     PendingWork,
+    chunk_details,
     dense_status,
     lacking_sql,
     pending_size,
@@ -130,7 +132,7 @@ class DenseIndex:
     def model_id(self) -> str:
         """The id vectors are tagged with (known without loading the model when possible)."""
         if self._model_id is None:
-            self._model_id = _known_model_ids().get(self.embedder_name) or self.embedder.model_id
+            self._model_id = KNOWN_MODEL_IDS.get(self.embedder_name) or self.embedder.model_id
         return self._model_id
 
     # -- token vectors (the reranker) --------------------------------------
@@ -451,7 +453,7 @@ class DenseIndex:
             )
             best = {m: (lent[m], chunk) for m, (_, chunk) in best.items()}
         ranked = sorted(best.items(), key=lambda item: -item[1][0])[:limit]
-        details = self._chunk_details([chunk for _, (_, chunk) in ranked], conn)
+        details = chunk_details(conn, [chunk for _, (_, chunk) in ranked])
         return [Ranked(mid, round(score, 6), *details.get(chunk, (None, None))) for mid, (score, chunk) in ranked]
 
     def _allowed_rows(self, passing: set[int], timed_out: set[int]) -> NDArray[np.bool_]:
@@ -493,26 +495,6 @@ class DenseIndex:
         self._load(conn)
         return vector_search.measure_graph_recall(self._matrix, k=k, samples=samples, threshold=self._hnsw_threshold)
 
-    @staticmethod
-    def _chunk_details(chunk_ids: list[int], conn: sqlite3.Connection) -> dict[int, tuple[str, int]]:
-        """Chunk id -> ("chunk N: heading", its start offset in the body)."""
-        if not chunk_ids:
-            return {}
-        marks = ", ".join("?" * len(chunk_ids))
-        rows = conn.execute(f"SELECT id, ordinal, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
-        return {row[0]: (f"chunk {row[1]}" + (f": {row[2]}" if row[2] else ""), row[3]) for row in rows}
-
 
 def _safe(model_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)
-
-
-def _known_model_ids() -> dict[str, str]:
-    """Model ids of the built-in embedders, so freshness checks need not load a model."""
-    return {
-        "minilm": "all-MiniLM-L6-v2",
-        "minilm-onnx": "all-MiniLM-L6-v2",
-        "minilm-numpy": "all-MiniLM-L6-v2",
-        "minilm-int8": "all-MiniLM-L6-v2-int8-v2",
-        "sentence-transformers": "all-MiniLM-L6-v2",
-    }

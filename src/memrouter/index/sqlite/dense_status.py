@@ -11,7 +11,19 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["DenseStatus", "Embedded", "PendingWork", "dense_status", "lacking_sql", "pending_size"]
+__all__ = [
+    "KNOWN_MODEL_IDS", "DenseStatus", "Embedded", "PendingWork", "chunk_details", "dense_status", "lacking_sql",
+    "pending_size",
+]  # fmt: skip
+
+# Model ids of the built-in embedders, so freshness checks need not load a model.
+KNOWN_MODEL_IDS = {
+    "minilm": "all-MiniLM-L6-v2",
+    "minilm-onnx": "all-MiniLM-L6-v2",
+    "minilm-numpy": "all-MiniLM-L6-v2",
+    "minilm-int8": "all-MiniLM-L6-v2-int8-v2",
+    "sentence-transformers": "all-MiniLM-L6-v2",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +109,12 @@ def dense_status(conn: sqlite3.Connection, model: str, tokens: bool) -> DenseSta
     )
     pending = pending_size(conn, model, tokens)[0] if tokens else total - embedded
     return DenseStatus(model, chunks, embedded, pending, other, token_count)
+
+
+def chunk_details(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, int]]:
+    """Chunk id -> ("chunk N: heading", its start offset in the body)."""
+    if not chunk_ids:
+        return {}
+    marks = ", ".join("?" * len(chunk_ids))
+    rows = conn.execute(f"SELECT id, ordinal, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
+    return {row[0]: (f"chunk {row[1]}" + (f": {row[2]}" if row[2] else ""), row[3]) for row in rows}
