@@ -227,12 +227,17 @@ class Hit:
     content: str | None = None
     validity: str | None = None
     provenance: Provenance | None = None
+    # The chance, 0 to 1, that the memory answers the query, the same in every mode (``memrouter.ops.relevance``);
+    # None for a hit the index does not hold (an external service's). ``weak``: below the relevance floor.
+    relevance: float | None = None
+    weak: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the search contract (README "Command line"), plus snippet and kind.
 
         ``validity`` (only when set) marks a hit that a default search leaves
         out: ``superseded``, ``obsolete``, ``expired``, ``not_yet_valid`` or ``archived``.
+        ``relevance`` and ``weak`` (when the index judged the hit): see ``memrouter.ops.relevance``.
         """
         data: dict[str, Any] = {
             "name": self.name,
@@ -252,6 +257,9 @@ class Hit:
             data["validity"] = self.validity
         if self.provenance is not None:
             data["provenance"] = self.provenance.to_dict()
+        if self.relevance is not None:
+            data["relevance"] = self.relevance
+            data["weak"] = self.weak
         return data
 
 
