@@ -16,6 +16,8 @@ __all__ = [
     "PENDING",
     "SEARCHED_CHANNELS",
     "KIND_CHANNEL",
+    "KIND_FOLDERS",
+    "FOLDER_KINDS",
     "Memory",
     "MemorySummary",
     "Match",
@@ -62,6 +64,10 @@ KIND_CHANNEL: dict[str, str] = {
 }
 # The kinds memrouter knows (any other kind is allowed and kept as written).
 KINDS = tuple(KIND_CHANNEL)
+# Kind and folder agree: a memory of these kinds saved without a name goes to its folder, and one saved
+# into the folder without a kind gets it (``memrouter.ops.writes.save``).
+KIND_FOLDERS: dict[str, str] = {"convention": "conventions", "decision": "decisions", "adr": "adr", "pattern": "patterns"}
+FOLDER_KINDS: dict[str, str] = {folder: kind for kind, folder in KIND_FOLDERS.items()}
 
 
 def channel_for_kind(kind: str | None, name: str = "") -> str:
