@@ -170,7 +170,9 @@ def needed_most(router: Router) -> dict[str, list[str]]:
         if edge["target"] in names and edge["source"] in names and edge["source"] != edge["target"]:
             citing[names[edge["target"]]].add(edge["source"])
     linked = sorted((n for n in citing if not n.endswith("-index")), key=lambda n: (-len(citing[n]), n))
-    asked = collections.Counter(name for q in json.loads(GOLDEN.read_text(encoding="utf-8"))["queries"] for name in q["expected"])
+    asked = collections.Counter(
+        name for q in json.loads(GOLDEN.read_text(encoding="utf-8"))["queries"] for name in q["expected"]
+    )
     return {
         "most linked": linked[:NEEDED],
         "most asked": sorted(asked, key=lambda n: (-asked[n], n))[:NEEDED],

@@ -66,7 +66,12 @@ KIND_CHANNEL: dict[str, str] = {
 KINDS = tuple(KIND_CHANNEL)
 # Kind and folder agree: a memory of these kinds saved without a name goes to its folder, and one saved
 # into the folder without a kind gets it (``memrouter.ops.writes.save``).
-KIND_FOLDERS: dict[str, str] = {"convention": "conventions", "decision": "decisions", "adr": "adr", "pattern": "patterns"}
+KIND_FOLDERS: dict[str, str] = {
+    "convention": "conventions",
+    "decision": "decisions",
+    "adr": "adr",
+    "pattern": "patterns",
+}
 FOLDER_KINDS: dict[str, str] = {folder: kind for kind, folder in KIND_FOLDERS.items()}
 
 

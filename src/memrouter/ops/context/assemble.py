@@ -47,7 +47,7 @@ from memrouter.repo.git import GitSession
 from memrouter.team.team import in_use
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from memrouter.core.model import Hit, Memory
     from memrouter.ops.workspace import Workspace
@@ -272,12 +272,13 @@ def essential_names(ws: Workspace) -> list[tuple[str, str]]:
     then the project's conventions, decisions, ADRs and patterns and the other memories that other memories
     cite or searches return, by importance (citations and uses, plus one; doubled for a project rule; ties by
     name). Keyword index files (``*-index``) are left out: they list other memories, which are here themselves."""
+
     def read() -> tuple[list[MemorySummary], dict[str, int], dict[str, int]]:
         ws.ensure_fresh()
         summaries = ws.reader.summaries(search_filters(Filters(), ws.clock()))
         view = ws.index.graph_view()
         cited = {view.names[m]: n for m, n in view.citations().items() if m in view.names}
-        used = {name: access.count for name, access in ws.index.access.stats(ws.conn).items()}
+        used = {name: access.count for name, access in ws.index.access.stats().items()}
         return summaries, cited, used
 
     summaries, cited, used = ws.index.indexed(read)
@@ -309,13 +310,11 @@ def _essentials(ws: Workspace, share: int) -> list[ContextItem]:
     items: list[ContextItem] = []
     left = share
     detail_room = int(share * ESSENTIAL_DETAIL_SHARE)
-    for name, why in essential_names(ws):
+    whys = dict(essential_names(ws))
+    for memory in _readable(ws, whys):
         if left < 20:
             break
-        try:
-            memory = get(ws, name)
-        except MemoryRouterError:
-            continue
+        why = whys[memory.name]
         used = share - left
         if detail_room - used >= 60:
             item = _memory_item(memory, min(ESSENTIAL_DETAIL, detail_room - used - 30), why=why)
@@ -330,17 +329,22 @@ def _essentials(ws: Workspace, share: int) -> list[ContextItem]:
     return items
 
 
+def _readable(ws: Workspace, names: Iterable[str]) -> Iterator[Memory]:
+    """The memories of ``names`` in order, read as they are asked for (one that cannot be read is skipped)."""
+    for name in names:
+        try:
+            yield get(ws, name)
+        except MemoryRouterError:
+            continue
+
+
 def _fill(ws: Workspace, names: list[str], share: int, *, per_item: int, query: str | None) -> list[ContextItem]:
 
     items: list[ContextItem] = []
     left = share
-    for name in names:
+    for memory in _readable(ws, names):
         if left < 40:
             break
-        try:
-            memory = get(ws, name)
-        except MemoryRouterError:
-            continue
         item = _memory_item(memory, min(per_item, left - 30), query=query)
         item = replace(item, path=_relative(ws, item.path))
         cost = _cost(item)
@@ -455,7 +459,7 @@ def _knowledge(
     for hit in hits:
         if hit.name in done:
             continue
-        passage = _passage(hit.snippet, wanted)
+        passage = _passage(hit.snippet)
         line = ContextItem(hit.title, text=passage, name=hit.name, channel=hit.channel, why=_why(hit), listed=True)
         cost = _cost(line)
         if cost > left:
@@ -468,11 +472,10 @@ def _knowledge(
 PASSAGE_CHARS = 80
 
 
-def _passage(snippet: str, query: str) -> str:
+def _passage(snippet: str) -> str:
     """About ``PASSAGE_CHARS`` of a hit's snippet around its first matched word, on word boundaries."""
-    spans = match_spans(snippet, query)
-    at = spans[0][0] if spans else 0
-    text = snippet
+    at = max(0, snippet.find("**"))
+    text = snippet.replace("**", "")
     start = max(0, at - PASSAGE_CHARS // 4)
     while start > 0 and not text[start - 1].isspace():
         start -= 1
