@@ -198,6 +198,8 @@ def main() -> None:
             # the two ai-agents snapshots are one project: one is never fitted while the other is checked
             train = [r for r in records if r["corpus"] != name and frozenset({name, r["corpus"]}) not in SAME_PROJECT]
             test = [r for r in records if r["corpus"] == name and r["mode"] == mode]
+            if not test:  # this set was not read in this mode (``--sets``, or a cache made so)
+                continue
             keywords, meaning = fit(train, False), fit(train, True)
             floor = floor_for(train, keywords, meaning)
             print(line(name, report(test, keywords, meaning, floor)) + f"   floor {floor:.2f}")
@@ -209,7 +211,13 @@ def main() -> None:
     for name in sets:
         for mode in modes:
             test = [r for r in records if r["corpus"] == name and r["mode"] == mode]
-            print(line(f"{name[:10]} {mode[:5]}", report(test, shipped.KEYWORDS, shipped.MEANING, shipped.FLOOR)))
+            if test:
+                print(
+                    line(
+                        f"{name.replace('ai-agents-', 'aa-')[:10]} {mode[:5]}",
+                        report(test, shipped.KEYWORDS, shipped.MEANING, shipped.FLOOR),
+                    )
+                )
     print("\ncalibration of the shipped constants, all records: relevance tenth: mean relevance, share relevant, hits")
     for mode in modes:
         found = report([r for r in records if r["mode"] == mode], shipped.KEYWORDS, shipped.MEANING, shipped.FLOOR)
