@@ -23,8 +23,7 @@ So 0.8 means the same in every mode: about four in five hits scored so
 answered their question there. Down the list relevance never rises (a hit
 never reads as more relevant than one ranked above it).
 
-Hits below ``FLOOR`` are *weak*: the command line, MCP and the context
-leave them out (and say "no good match" when nothing passes) unless
+Hits below ``FLOOR`` are *weak*: the command line and MCP leave them out (and say "no good match" when nothing passes) unless
 asked for them; the library marks them (``Hit.weak``) and keeps the list.
 """
 

@@ -242,7 +242,7 @@ def _project(ws: Workspace, wanted: str | None, share: int) -> list[ContextItem]
     names = pinned(ws)
     if wanted:
         kinds = list(PROJECT_KINDS)
-        names += [hit.name for hit in search(ws, wanted, limit=10, kinds=kinds, origin="canonical") if not hit.weak]
+        names += [hit.name for hit in search(ws, wanted, limit=10, kinds=kinds, origin="canonical")]
     return _fill(ws, list(dict.fromkeys(names)), share, per_item=max(60, share // 3), query=wanted)
 
 
@@ -434,7 +434,7 @@ def _knowledge(
     """
 
     hits = [hit for hit in search(ws, wanted, limit=50, channels=channels, as_of=as_of, origin="canonical")
-            if hit.name not in shown and not hit.weak]  # fmt: skip
+            if hit.name not in shown]  # fmt: skip
     detail_room = int(share * DETAIL_SHARE)
     left = share
     detailed: list[ContextItem] = []
