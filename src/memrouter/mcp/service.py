@@ -105,6 +105,7 @@ class MemoryService:
             owner=owner if as_of is None else None,
             as_of=as_of,
         )
+        retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})  # the weak hits' too
         weak = sum(hit.weak for hit in hits)
         hits = [hit for hit in hits if not hit.weak]  # below the relevance floor: an agent's context is worth more
         results = []
@@ -117,7 +118,6 @@ class MemoryService:
             if "provenance" in item:  # only what it says: every key costs the agent context
                 item["provenance"] = _compact(item["provenance"])
             results.append(_compact(item))
-        retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})
         found: dict[str, Any] = {
             "query": query, "mode": choice.mode if choice is not None else self.router.effective_mode(mode),
             "retrievers": retrievers, "results": results,
