@@ -13,10 +13,24 @@ memories all have text inside a 2,000-token context, and token efficiency
 then the warm time to assemble a 2,000-token context (hybrid), against a
 plain hybrid search in the same loop.
 
+ai-agents-1026 with no query (what a SessionStart hook prints): how many of
+the memories a new agent needs most are in a 2,000-token context, with
+their text or as an index line, against the naive way, whole files newest
+first while they fit (the corpus carries no dates, so "newest" is a random
+order: the mean over 20 seeded orders). Two rules say which memories are
+needed most, 20 each: *most linked*, the memories the most other memories
+link to or mention (the graph; keyword index files left out), which is what
+the project builds on (the context ranks by citations too, so this figure
+shows how many fit, not an independent choice); and *most asked*, the
+memories the golden questions expect most often, which the context never
+sees. The script runs on older versions too (``before``: the same file run
+with main's venv).
+
 ``--rerank`` runs the LoCoMo part with the second stage (``[search] rerank``)
 on for both the context and the naive baseline.
 
     .venv/bin/python benchmarks/bench_context.py [--conversations N] [--rerank] [--skip-locomo] [--skip-golden]
+        [--skip-essentials]
 """
 
 from __future__ import annotations
@@ -141,6 +155,67 @@ def golden(rounds: int) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+NEEDED = 20
+NAIVE_ORDERS = 20
+
+
+def needed_most(router: Router) -> dict[str, list[str]]:
+    """The ``NEEDED`` memories each rule says a new agent needs most (ties broken by name)."""
+    import collections
+
+    graph = json.loads(router.graph_export("json"))
+    names = {node["id"]: node["label"] for node in graph["nodes"] if node["kind"] == "memory"}
+    citing: dict[str, set[str]] = collections.defaultdict(set)
+    for edge in graph["edges"]:
+        if edge["target"] in names and edge["source"] in names and edge["source"] != edge["target"]:
+            citing[names[edge["target"]]].add(edge["source"])
+    linked = sorted((n for n in citing if not n.endswith("-index")), key=lambda n: (-len(citing[n]), n))
+    asked = collections.Counter(
+        name for q in json.loads(GOLDEN.read_text(encoding="utf-8"))["queries"] for name in q["expected"]
+    )
+    return {
+        "most linked": linked[:NEEDED],
+        "most asked": sorted(asked, key=lambda n: (-asked[n], n))[:NEEDED],
+    }
+
+
+def essentials() -> None:
+    import random
+
+    work = Path(tempfile.mkdtemp(prefix="bench-context-essentials-"))
+    try:
+        root = work / "memories"
+        shutil.copytree(CORPUS, root)
+        with Router.open(root=root, index_dir=work / "index", watch=False) as router:
+            router.refresh()  # no query: nothing is searched by meaning
+            context = router.assemble_context(max_tokens=2000)
+            items = [item for items in context.blocks.values() for item in items if item.name]
+            with_text = {item.name for item in items if item.text and not getattr(item, "listed", False)}
+            listed = {item.name for item in items} - with_text
+            names = [summary.name for summary in router.list()]
+            sizes = {name: count_tokens(f"## {name}\n{router.get(name).text}\n") for name in names}
+            rules = needed_most(router)
+            naive: dict[str, float] = {rule: 0.0 for rule in rules}
+            for seed in range(NAIVE_ORDERS):
+                order = sorted(names)
+                random.Random(seed).shuffle(order)
+                used, inside = 0, set()
+                for name in order:
+                    if used + sizes[name] > 2000:
+                        break
+                    inside.add(name)
+                    used += sizes[name]
+                for rule, wanted in rules.items():
+                    naive[rule] += len(inside & set(wanted)) / NAIVE_ORDERS
+        print(f"\nai-agents-1026, no query, 2,000-token budget ({context.tokens} tokens used): of the {NEEDED} "
+              "memories each rule says a new agent needs most")  # fmt: skip
+        print(f"{'rule':<14}{'with text':>11}{'listed':>8}{'naive (whole files, newest first)':>36}")
+        for rule, wanted in rules.items():
+            print(f"{rule:<14}{len(with_text & set(wanted)):>11}{len(listed & set(wanted)):>8}{naive[rule]:>36.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=None)
@@ -148,11 +223,14 @@ def main() -> None:
     parser.add_argument("--rerank", action="store_true", help="LoCoMo with [search] rerank on for both")
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--skip-golden", action="store_true")
+    parser.add_argument("--skip-essentials", action="store_true")
     args = parser.parse_args()
     if not args.skip_locomo:
         locomo(args.conversations, args.rerank)
     if not args.skip_golden:
         golden(args.rounds)
+    if not args.skip_essentials:
+        essentials()
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ def test_saves_are_routed_by_channel_and_kind(router: Router, root: Path) -> Non
     assert router.save("# Loose note\n").name == "sprints/2026-w01/loose-note"  # unnamed agent note: the sprint
     assert router.save("x\n", "probe-2", channel="sprint").name == "sprints/2026-w01/probe-2"
     adr = router.save("# Use Redis\n\nwe use redis\n", kind="adr")
-    assert adr.name == "use-redis" and adr.channel == "long_term"
+    assert adr.name == "adr/use-redis" and adr.channel == "long_term"  # an ADR saved with no name goes to adr/
     with pytest.raises(InvalidInput, match="in sprint 'old'"):
         router.save("x\n", "sprints/old/x", channel="sprint")
     before = _files(root)

@@ -55,7 +55,7 @@ def test_text_search_says_why_without_markdown_markup(memories: Path, tmp_path: 
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     lines = done.stdout.splitlines()
-    assert lines[0].startswith(" 1. conventions/rounding  (")
+    assert lines[0].startswith(" 1. conventions/rounding  0.")  # its relevance, 0 to 1
     assert lines[1] == "    Rounding Invoices round half-even with ROUND_HALF_EVEN in billing/invoice.py."
     assert lines[2].startswith("    why: keywords #1 (") and lines[2].endswith("); lexical search")
     assert {"invoices", "round"} <= set(lines[2].split("(", 1)[1].split(")")[0].split(", "))

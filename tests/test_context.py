@@ -174,3 +174,35 @@ def test_memories_pending_review_never_enter_a_context(project: Path) -> None:
             built = router.assemble_context("refund window billing rule", max_tokens=3000, format=fmt)
             assert "held" not in {item.name for items in built.blocks.values() for item in items}
             assert "Held billing rule" not in built.rendered
+
+
+def test_with_no_query_the_project_block_fills_with_what_an_agent_starting_work_needs(project: Path) -> None:
+    root = project / ".serena" / "memories"
+    (root / "conventions").mkdir()
+    (root / "conventions" / "logging.md").write_text("# Logging\n\nLog with structlog, as JSON, never print.\n")
+    (root / "decisions").mkdir()
+    (root / "decisions" / "use-postgres.md").write_text("# Use PostgreSQL\n\nOrders live in PostgreSQL 16.\n")
+    (root / "cache-notes.md").write_text("# Cache notes\n\nSee [[billing]] and [[billing]] for the ledger.\n")
+    (root / "trivia.md").write_text("# Trivia\n\nThe office plant is called Fern.\n")
+    with open_router(project) as router:
+        router.lifecycle.start("s1", weeks=2, goal="ship refunds")
+        router.save("# Refund bug\n\nRefunds over 30 days fail.", "sprints/s1/refund-bug")
+        built = router.assemble_context(max_tokens=2000)
+    project_items = {item.name: item for item in built.blocks["project"]}
+    assert next(iter(project_items)) == "conventions"  # pinned first
+    for name in ("conventions/logging", "decisions/use-postgres", "adr/adr-004-queues", "billing"):
+        assert name in project_items, name  # by folder, by kind, and the memory another one cites
+    assert "structlog" in project_items["conventions/logging"].text  # with its text, not only its title
+    assert "trivia" not in project_items  # neither a rule nor cited nor used
+    task_text = "\n".join(item.text for item in built.blocks["task"])
+    assert "open: sprints/s1/refund-bug" in task_text  # the sprint's open items
+    assert built.tokens <= 2000
+
+
+def test_kind_and_folder_agree_on_save(router: Router) -> None:
+    decision = router.save("# Use SQLite for the index\n\nOne file, no server.", None, kind="decision")
+    assert decision.name.startswith("decisions/")
+    convention = router.save("# Logging\n\nUse structlog.", "conventions/logging")
+    assert convention.kind == "convention"
+    named = router.save("# Queues\n\nSQS.", "queues", kind="decision")
+    assert named.name == "queues"  # a name given is kept

@@ -167,4 +167,5 @@ def test_the_json_search_example_has_a_hits_keys(memories: Path, tmp_path: Path)
     with Router.open(root=memories, index_dir=tmp_path / "idx") as router:
         hit = router.search("postgres", mode="lexical")[0]
     assert set(example["results"][0]) == set(hit.to_dict())
-    assert set(example) == {"query", "mode", "took_ms", "results"}
+    # weak_left_out: present when hits below the relevance floor were left out (the example shows it)
+    assert set(example) == {"query", "mode", "took_ms", "results", "weak_left_out"}

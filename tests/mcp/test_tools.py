@@ -75,11 +75,12 @@ async def test_get_save_status(project_root: Path, tmp_path: Path, connect: Any)
             kind="convention", source="PR-12",
         )  # fmt: skip
         data = saved.structured_content
-        assert data["name"] == "linting" and data["kind"] == "convention" and data["source"] == "PR-12"
-        text = (project_root / "linting.md").read_text()
+        # kind and folder agree: a convention saved without a name goes to conventions/
+        assert data["name"] == "conventions/linting" and data["kind"] == "convention" and data["source"] == "PR-12"
+        text = (project_root / "conventions" / "linting.md").read_text()
         assert "# Linting" in text and "kind: convention" in text
         found = await call(client, "search_memory", query="ruff linting")
-        assert found.structured_content["results"][0]["name"] == "linting"
+        assert found.structured_content["results"][0]["name"] == "conventions/linting"
 
         named = await call(
             client, "save_memory", content="# Deploys\n\nFridays are frozen.\n", memory_name="ops/deploys",
@@ -271,12 +272,12 @@ async def test_resources(project_root: Path, tmp_path: Path, connect: Any) -> No
         assert [t.uri_template for t in templates] == ["graph://{+name}", "memory://{+name}"]
 
         recent = json.loads((await client.read_resource("memory://recent")).contents[0].text)
-        assert {"tabs", "queue-choice"} <= {item["name"] for item in recent["memories"][:2]}
+        assert {"conventions/tabs", "decisions/queue-choice"} <= {item["name"] for item in recent["memories"][:2]}
         conventions = json.loads((await client.read_resource("memory://conventions")).contents[0].text)
-        assert [m["name"] for m in conventions["memories"]] == ["tabs"]
+        assert [m["name"] for m in conventions["memories"]] == ["conventions/tabs"]
         assert "four spaces" in conventions["memories"][0]["content"]
         decisions = json.loads((await client.read_resource("memory://decisions")).contents[0].text)
-        assert [m["name"] for m in decisions["memories"]] == ["adr/adr-001-postgres", "queue-choice"]
+        assert [m["name"] for m in decisions["memories"]] == ["adr/adr-001-postgres", "decisions/queue-choice"]
         one = (await client.read_resource("memory://ci/flaky-tests")).contents[0]
         assert one.text == (project_root / "ci/flaky-tests.md").read_text()
         assert one.mime_type == "text/markdown"

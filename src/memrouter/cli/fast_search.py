@@ -52,6 +52,7 @@ class SearchRequest:
     include_archived: bool = False
     as_of: str | None = None
     rerank: bool = False
+    weak: bool = False
 
 
 def run_search(request: SearchRequest) -> int:
@@ -95,12 +96,15 @@ def run_search(request: SearchRequest) -> int:
     if request.fmt == "json":
         import json
 
-        data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in hits]}
+        shown = hits if request.weak else [hit for hit in hits if not hit.weak]
+        data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in shown]}
+        if len(shown) < len(hits):
+            data["weak_left_out"] = len(hits) - len(shown)
         if notice is not None:
             data["notice"] = notice
         print(json.dumps(data, ensure_ascii=False, default=str))
     else:
-        print(format_hits(hits, query=request.query, mode=mode, emphasis=sys.stdout.isatty()))
+        print(format_hits(hits, query=request.query, mode=mode, weak=request.weak, emphasis=sys.stdout.isatty()))
     sys.stdout.flush()
     return 0
 
@@ -148,21 +152,35 @@ def configured(root: str | None, index_dir: str | None, *, rerank: bool = False)
     return replace(config, search=replace(config.search, rerank=True)) if rerank else config
 
 
-def format_hits(hits: Sequence[Any], *, query: str = "", mode: str | None = None, emphasis: bool = False) -> str:
-    """The text form for people: rank, name, origin, score and title; the snippet without markdown markup (the
-    words that matched in bold when ``emphasis``, on a terminal); and why it was found."""
+def format_hits(
+    hits: Sequence[Any], *, query: str = "", mode: str | None = None, weak: bool = False, emphasis: bool = False
+) -> str:
+    """The text form for people: rank, name, origin, relevance (0-1; the score for a hit the index does not
+    hold) and title; the snippet without markdown markup (the words that matched in bold when ``emphasis``, on
+    a terminal); and why it was found. Hits below the relevance floor are left out and counted unless ``weak``
+    (then marked); "no good match" when none passes."""
     if not hits:
         return "no memories matched"
+    good = [hit for hit in hits if not hit.weak]
+    shown = hits if weak else good
     lines = []
-    for rank, hit in enumerate(hits, 1):
+    if not good:
+        lines.append(f"no good match for {query!r}" if query else "no good match")
+    for rank, hit in enumerate(shown, 1):
         origin = "" if hit.source == "canonical" else f" [{hit.source}]"
         marked = f" [{hit.validity}]" if getattr(hit, "validity", None) else ""
-        lines.append(f"{rank:>2}. {hit.name}{origin}{marked}  ({hit.score:.3f})  {hit.title}")
+        marked += " [weak]" if hit.weak else ""
+        score = f"{hit.relevance:.2f}" if hit.relevance is not None else f"({hit.score:.3f})"
+        lines.append(f"{rank:>2}. {hit.name}{origin}{marked}  {score}  {hit.title}")
         plain = plain_text(hit.snippet) if hit.snippet else ""
         if plain:
             lines.append(f"    {_emphasised(plain, query) if emphasis else plain}")
         if hit.why:
             lines.append(f"    why: {describe_why(hit, mode, plain, query)}")
+    left_out = len(hits) - len(shown)
+    if left_out:
+        what = "match" if left_out == 1 else "matches"
+        lines.append(f"({left_out} weak {what} below the relevance floor left out; --weak shows them)")
     return "\n".join(lines)
 
 

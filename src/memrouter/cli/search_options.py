@@ -50,6 +50,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(("--tag",), "tags", "values", "Only memories with every one of these tags."),
     Option(("--prefix",), "prefix", "value", "Only names starting with this (a folder: 'ci/')."),
     Option(("--content",), "content", "flag", "Include each memory's full text (JSON)."),
+    Option(("--weak",), "weak", "flag", "Also the matches below the relevance floor, marked weak."),
     Option(("--history",), "include_history", "flag", "Also superseded, obsolete and expired memories, marked."),
     Option(("--include-archived",), "include_archived", "flag",
            "Also archived sprint memories, marked, after the others."),

@@ -16,6 +16,8 @@ __all__ = [
     "PENDING",
     "SEARCHED_CHANNELS",
     "KIND_CHANNEL",
+    "KIND_FOLDERS",
+    "FOLDER_KINDS",
     "Memory",
     "MemorySummary",
     "Match",
@@ -62,6 +64,15 @@ KIND_CHANNEL: dict[str, str] = {
 }
 # The kinds memrouter knows (any other kind is allowed and kept as written).
 KINDS = tuple(KIND_CHANNEL)
+# Kind and folder agree: a memory of these kinds saved without a name goes to its folder, and one saved
+# into the folder without a kind gets it (``memrouter.ops.writes.save``).
+KIND_FOLDERS: dict[str, str] = {
+    "convention": "conventions",
+    "decision": "decisions",
+    "adr": "adr",
+    "pattern": "patterns",
+}
+FOLDER_KINDS: dict[str, str] = {folder: kind for kind, folder in KIND_FOLDERS.items()}
 
 
 def channel_for_kind(kind: str | None, name: str = "") -> str:
@@ -227,12 +238,17 @@ class Hit:
     content: str | None = None
     validity: str | None = None
     provenance: Provenance | None = None
+    # The chance, 0 to 1, that the memory answers the query, the same in every mode (``memrouter.ops.relevance``);
+    # None for a hit the index does not hold (an external service's). ``weak``: below the relevance floor.
+    relevance: float | None = None
+    weak: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the search contract (README "Command line"), plus snippet and kind.
 
         ``validity`` (only when set) marks a hit that a default search leaves
         out: ``superseded``, ``obsolete``, ``expired``, ``not_yet_valid`` or ``archived``.
+        ``relevance`` and ``weak`` (when the index judged the hit): see ``memrouter.ops.relevance``.
         """
         data: dict[str, Any] = {
             "name": self.name,
@@ -252,6 +268,9 @@ class Hit:
             data["validity"] = self.validity
         if self.provenance is not None:
             data["provenance"] = self.provenance.to_dict()
+        if self.relevance is not None:
+            data["relevance"] = self.relevance
+            data["weak"] = self.weak
         return data
 
 

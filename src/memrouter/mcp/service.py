@@ -105,20 +105,25 @@ class MemoryService:
             owner=owner if as_of is None else None,
             as_of=as_of,
         )
+        retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})  # the weak hits' too
+        weak = sum(hit.weak for hit in hits)
+        hits = [hit for hit in hits if not hit.weak]  # below the relevance floor: an agent's context is worth more
         results = []
         for hit in hits:
             item = hit.to_dict()
+            item.pop("weak", None)
             item.pop("path", None)
             item.pop("hash", None)
             item["score"] = round(hit.score, 4)
             if "provenance" in item:  # only what it says: every key costs the agent context
                 item["provenance"] = _compact(item["provenance"])
             results.append(_compact(item))
-        retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})
         found: dict[str, Any] = {
             "query": query, "mode": choice.mode if choice is not None else self.router.effective_mode(mode),
             "retrievers": retrievers, "results": results,
         }  # fmt: skip
+        if weak:
+            found["weak_left_out"] = weak
         if choice is not None and choice.notice is not None:  # the agent is told when meaning was left out
             found["notice"] = choice.notice
         return found

@@ -18,6 +18,7 @@ from memrouter.core.query import check_limit, check_query, iso_time, make_filter
 from memrouter.core.records import replace
 from memrouter.index.search import CANONICAL
 from memrouter.index.sqlite.queries import validity_rows
+from memrouter.ops.relevance import judged
 from memrouter.ops.workspace import Workspace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -155,7 +156,7 @@ def search(
 
     def canonical() -> builtins.list[Hit]:
         ws.ensure_fresh(embedded=choice.mode != "lexical")
-        found = ws.pipeline.run(query, limit, choice.mode, filters, content, now)
+        found = judged(ws, query, ws.pipeline.run(query, limit, choice.mode, filters, content, now), choice.mode)
         if choice.notice is not None:  # the mode is never changed silently: each hit says so
             note = Match("mode", 0, float(choice.pending), choice.notice)
             found = [replace(hit, why=(*hit.why, note)) for hit in found]

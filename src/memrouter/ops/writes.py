@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from memrouter.core.errors import Conflict, InvalidInput
 from memrouter.core.lazylog import LazyLogger
+from memrouter.core.model import FOLDER_KINDS, KIND_FOLDERS
 from memrouter.core.names import validate_name
 from memrouter.ops.audit import audited
 from memrouter.ops.lifecycle import Lifecycle
@@ -49,9 +50,16 @@ def save(
 
     ``fresh`` (with no ``name``): the name made from the text never replaces a memory; a taken one
     gets ``-2``, ``-3``... (the MCP ``save_memory``: an agent that gives no name means a new memory).
+    Kind and folder agree: a name under ``conventions/``, ``decisions/``, ``adr/`` or ``patterns/`` with
+    no kind gets the folder's kind, and a memory of one of those kinds saved with no name goes to its folder.
     """
-    fields = fields or {}
+    fields = dict(fields or {})
+    if not verbatim and fields.get("kind") is None and isinstance(name, str) and "/" in name:
+        fields["kind"] = FOLDER_KINDS.get(name.split("/", 1)[0])  # conventions/x is a convention
     composed, text = compose(content, name, **fields)
+    folder = KIND_FOLDERS.get(fields.get("kind") or "")
+    if name is None and folder is not None and "/" not in composed:
+        composed = validate_name(f"{folder}/{composed}", strict=False)  # a decision goes to decisions/
     if not verbatim and not text.endswith("\n"):
         text += "\n"  # a text file ends with a line end (git, diff and cat expect one); Serena's tools write as given
     lifecycle = Lifecycle(ws.store, ws.index, ws.lock, ws.clock)

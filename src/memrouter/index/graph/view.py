@@ -98,6 +98,7 @@ class GraphView:
         # one of _adjacent's, kept beside it).
         self._labels: dict[Node, str] = {}
         self._relations: dict[int, tuple[Step, Relation]] = {}
+        self._citations: dict[int, int] | None = None
 
     # -- nodes -------------------------------------------------------------
     def knows(self, key: str) -> bool:
@@ -134,6 +135,16 @@ class GraphView:
             return True
         start, end = self.validity.get(memory, (None, None))
         return (start is None or start[:10] <= as_of) and (end is None or as_of < end[:10])
+
+    def citations(self) -> dict[int, int]:
+        """How many other memories link to or mention each memory (any of its keys), each citing memory once."""
+        if self._citations is None:
+            citing: dict[int, set[int]] = {}
+            for key, edges in self.into.items():
+                for memory in self.key_memories.get(key, ()):
+                    citing.setdefault(memory, set()).update(e.memory for e in edges if e.memory != memory)
+            self._citations = {memory: len(sources) for memory, sources in citing.items() if sources}
+        return self._citations
 
     # -- edges ---------------------------------------------------------------
     def steps(self, node: Node, types: Iterable[str] | None = None, as_of: str | None = None) -> Iterator[Step]:

@@ -106,6 +106,7 @@ class DenseIndex:
         # (the passing ids' set, the ids out of effect, the mask of the rows they allow), per generation: the
         # filters' cache (``LexicalIndex.allowed``) hands the same set to every search until the index changes
         self._allowed: tuple[set[int], set[int], Any] | None = None
+        self._last_query: tuple[str, NDArray[np.float32]] | None = None  # the last query embedded, and its vector
 
     # -- the model ---------------------------------------------------------
     @property
@@ -198,7 +199,7 @@ class DenseIndex:
 
     def _query_vector(self, query: str) -> NDArray[np.float32]:
         """``query``'s vector: the one the last search embedded when it was this query, else a new one."""
-        known = self._query_tokens
+        known = self._query_tokens or self._last_query
         return known[1] if known is not None and known[0] == query else self.embed_query(query)
 
     # -- state -------------------------------------------------------------
@@ -406,7 +407,9 @@ class DenseIndex:
             self._query_tokens = (query, vector, rows[kept] if kept.any() else rows)
             return vector
 
-        return embed(self.embedder, query)
+        vector = embed(self.embedder, query)
+        self._last_query = (query, vector)  # what relevance and the second stage ask next: the same query
+        return vector
 
     def search(
         self,

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 from memrouter.core.errors import BackendUnavailable, InvalidInput, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
+from memrouter.core.model import Filters, MemorySummary
+from memrouter.core.query import search_filters
 from memrouter.core.records import replace
 from memrouter.index.sqlite import anchor_marks
 from memrouter.index.text import query_terms, tokens
@@ -45,14 +47,17 @@ from memrouter.repo.git import GitSession
 from memrouter.team.team import in_use
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from memrouter.core.model import Hit, Memory
     from memrouter.ops.workspace import Workspace
 
 log = LazyLogger(__name__)
 
-__all__ = ["BLOCKS", "MAX_BUDGET", "MIN_BUDGET", "Context", "ContextItem", "assemble_context"]
+__all__ = [
+    "BLOCKS", "MAX_BUDGET", "MIN_BUDGET", "Context", "ContextItem", "assemble_context", "essential_names",
+    "is_project_memory",
+]  # fmt: skip
 
 BLOCKS = ("system", "project", "task", "history", "knowledge")
 SHARES = {"project": 0.25, "task": 0.10, "history": 0.10}  # of the budget; knowledge takes the rest
@@ -98,13 +103,17 @@ def assemble_context(
     left = budget - count_tokens(render(replace(context, blocks={"system": [ContextItem("system", system)]})))
     context.blocks["system"] = [ContextItem("system", system)]
     gatherers: dict[str, Callable[[int], list[ContextItem]]] = {
-        "project": lambda share: _project(ws, wanted, share),
+        "project": lambda share: _project(ws, wanted, share) if wanted else _essentials(ws, share),
         "task": lambda share: _task(ws, task, share),
         "history": lambda share: _history(ws, share),
     }
     for block, gather in gatherers.items():
-        # With a query, knowledge matters most: history keeps half its share.
-        share = min(left, int(budget * SHARES[block] * (0.5 if block == "history" and query else 1.0)))
+        # With a query, knowledge matters most: history keeps half its share. Without one there is no
+        # knowledge block: the project block takes its share too.
+        portion = SHARES[block] * (0.5 if block == "history" and query else 1.0)
+        if block == "project" and not wanted:
+            portion = 1.0 - SHARES["task"] - SHARES["history"]
+        share = min(left, int(budget * portion))
         items = gather(share)
         context.blocks[block] = items
         left -= sum(_cost(item) for item in items)
@@ -229,27 +238,113 @@ def _relevant(body: str, query: str, budget: int) -> str:
 
 
 def _project(ws: Workspace, wanted: str | None, share: int) -> list[ContextItem]:
-    """Pinned memories, then conventions, ADRs and patterns (most relevant to the request first)."""
+    """Pinned memories, then conventions, decisions, ADRs and patterns most relevant to the request."""
     names = pinned(ws)
-    kinds = ["convention", "adr", "pattern"]
     if wanted:
+        kinds = list(PROJECT_KINDS)
         names += [hit.name for hit in search(ws, wanted, limit=10, kinds=kinds, origin="canonical")]
-    else:
-        names += [s.name for s in list_memories(ws, channels=["long_term"]) if s.kind in kinds][:10]
     return _fill(ws, list(dict.fromkeys(names)), share, per_item=max(60, share // 3), query=wanted)
+
+
+# With no query, the project block holds what an agent starting work needs (``_essentials``): the memories
+# that say how the project works, found by kind, by folder and by title, then the others most cited and used.
+PROJECT_KINDS = ("convention", "decision", "adr", "pattern")
+PROJECT_FOLDERS = ("conventions/", "decisions/", "adr/", "adrs/", "patterns/")
+_PROJECT_TITLE = re.compile(r"(?:adr[\s_-]*\d|decision\b|decided\b|conventions?\b|pattern\b|rules?\b|policy\b)", re.I)
+ESSENTIAL_DETAIL = 80  # tokens of text each of the first memories shows; the rest are listed, one line each
+PROJECT_FACTOR = 2  # a project rule's importance against another memory cited and used as often
+ESSENTIAL_DETAIL_SHARE = 0.6  # of the project block's share, for the memories shown with text
+
+
+def is_project_memory(name: str, kind: str | None, title: str) -> bool:
+    """A memory that says how the project works: a convention, decision, ADR or pattern, by its kind, its folder
+    (``conventions/``, ``decisions/``, ``adr/``, ``patterns/``, at any depth) or its name or title."""
+    leaf = name.rsplit("/", 1)[-1]
+    return (
+        kind in PROJECT_KINDS
+        or any(name.startswith(folder) or f"/{folder}" in name for folder in PROJECT_FOLDERS)
+        or bool(_PROJECT_TITLE.match(leaf.replace("-", " ")) or _PROJECT_TITLE.match(title))
+    )
+
+
+def essential_names(ws: Workspace) -> list[tuple[str, str]]:
+    """With no query, what an agent starting work needs, most needed first, each with why: pinned memories,
+    then the project's conventions, decisions, ADRs and patterns and the other memories that other memories
+    cite or searches return, by importance (citations and uses, plus one; doubled for a project rule; ties by
+    name). Keyword index files (``*-index``) are left out: they list other memories, which are here themselves."""
+
+    def read() -> tuple[list[MemorySummary], dict[str, int], dict[str, int]]:
+        ws.ensure_fresh()
+        summaries = ws.reader.summaries(search_filters(Filters(), ws.clock()))
+        view = ws.index.graph_view()
+        cited = {view.names[m]: n for m, n in view.citations().items() if m in view.names}
+        used = {name: access.count for name, access in ws.index.access.stats().items()}
+        return summaries, cited, used
+
+    summaries, cited, used = ws.index.indexed(read)
+    pins = set(pinned(ws))
+    ranked: list[tuple[int, int, str, str]] = []
+    for summary in summaries:
+        name = summary.name
+        if name.endswith("-index") or name.endswith("/_sprint"):
+            continue
+        weight = cited.get(name, 0) + used.get(name, 0)
+        project = is_project_memory(name, summary.kind, summary.title)
+        if name in pins:
+            why = "pinned"
+        elif project:
+            why = summary.kind or "project rule"
+        elif weight:
+            why = "cited or used"
+        else:
+            continue
+        # A project rule counts double: it says how to work; the most cited and used lead either way.
+        importance = (weight + 1) * (PROJECT_FACTOR if project else 1)
+        facts = [f"cited by {cited[name]}" if cited.get(name) else "", f"used {used[name]}x" if used.get(name) else ""]
+        ranked.append((name not in pins, -importance, name, ", ".join(part for part in (why, *facts) if part)))
+    return [(name, why) for _, _, name, why in sorted(ranked)]
+
+
+def _essentials(ws: Workspace, share: int) -> list[ContextItem]:
+    """The project block without a query: the first essentials with their opening text, then one line each."""
+    items: list[ContextItem] = []
+    left = share
+    detail_room = int(share * ESSENTIAL_DETAIL_SHARE)
+    whys = dict(essential_names(ws))
+    for memory in _readable(ws, whys):
+        if left < 20:
+            break
+        why = whys[memory.name]
+        used = share - left
+        if detail_room - used >= 60:
+            item = _memory_item(memory, min(ESSENTIAL_DETAIL, detail_room - used - 30), why=why)
+            item = replace(item, path=_relative(ws, item.path))
+        else:
+            item = ContextItem(memory.title, name=memory.name, channel=memory.channel, why=why, listed=True)
+        cost = _cost(item)
+        if cost > left:
+            continue
+        items.append(item)
+        left -= cost
+    return items
+
+
+def _readable(ws: Workspace, names: Iterable[str]) -> Iterator[Memory]:
+    """The memories of ``names`` in order, read as they are asked for (one that cannot be read is skipped)."""
+    for name in names:
+        try:
+            yield get(ws, name)
+        except MemoryRouterError:
+            continue
 
 
 def _fill(ws: Workspace, names: list[str], share: int, *, per_item: int, query: str | None) -> list[ContextItem]:
 
     items: list[ContextItem] = []
     left = share
-    for name in names:
+    for memory in _readable(ws, names):
         if left < 40:
             break
-        try:
-            memory = get(ws, name)
-        except MemoryRouterError:
-            continue
         item = _memory_item(memory, min(per_item, left - 30), query=query)
         item = replace(item, path=_relative(ws, item.path))
         cost = _cost(item)
@@ -267,7 +362,10 @@ def _task(ws: Workspace, task: str | None, share: int) -> list[ContextItem]:
     sprint = Lifecycle(ws.store, ws.index, ws.lock, ws.clock).current()
     if sprint is not None:
         goal = f"goal: {sprint.goal}\n" if sprint.goal else ""
-        items.append(ContextItem(f"sprint {sprint.id}", f"{goal}ends {sprint.end[:10]}"))
+        folder = f"sprints/{sprint.id}/"
+        notes = [m for m in list_memories(ws, folder, statuses=["active"]) if not m.name.endswith("/_sprint")]
+        opened = "".join(f"\nopen: {m.name}: {m.title}" for m in notes[:10])  # the sprint's items in play
+        items.append(ContextItem(f"sprint {sprint.id}", f"{goal}ends {sprint.end[:10]}{opened}"))
 
     if in_use(ws.config):
         try:
