@@ -95,13 +95,15 @@ def features(ws: Workspace, query: str, hits: list[Hit], mode: str) -> list[Feat
     if mode != "lexical" and ids:
         lexical = index.lexical
         meanings = index.dense.similarities(conn, query, list(ids.values()), lexical.folders(conn))
+    held = [ids[hit.name] for hit in hits if hit.name in ids and hit.source == "canonical"]
+    coverages = dict(zip(held, index.lexical.coverages(conn, query, held), strict=True))
     found: list[Features | None] = []
     for rank, hit in enumerate(hits, 1):
         memory_id = ids.get(hit.name)
         if memory_id is None or hit.source != "canonical":
             found.append(None)
             continue
-        coverage = index.lexical.coverage(conn, query, memory_id)
+        coverage = coverages[memory_id]
         meaning = meanings.get(memory_id, 0.0) if mode != "lexical" else None
         found.append(Features(round(coverage, 4), None if meaning is None else round(meaning, 4), rank))
     return found

@@ -36,6 +36,8 @@ from memrouter.index.text import STOP_WORDS, query_terms, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from memrouter.index.sqlite.lexical_large import LargeScorer
 
 __all__ = [
@@ -220,23 +222,33 @@ class LexicalIndex:
     def coverage(self, conn: sqlite3.Connection, query: str, memory_id: int) -> float:
         """The share of ``query``'s distinct terms, each weighted by its idf, that memory ``memory_id``
         holds: 1 when it has them all, near 0 when it lacks the rare ones (a term in no memory weighs most)."""
+        return self.coverages(conn, query, [memory_id])[0]
+
+    def coverages(self, conn: sqlite3.Connection, query: str, memory_ids: list[int]) -> list[float]:
+        """``coverage`` of each of ``memory_ids``, the query's terms and their idfs read once."""
         terms = list(dict.fromkeys(query_terms(query)))
         if not terms:
-            return 0.0
+            return [0.0] * len(memory_ids)
         self._sync(conn)
         self._load(conn, terms)
-        total = held = 0.0
+        weights: list[tuple[float, Any]] = []
         for term in terms:
-            # "holds" counts what its folder's overview lends (``folders``); the idf does not
-            if self._large is not None:
-                has = bool((self._large.terms[term][0] == memory_id).any())
-            else:
-                has = memory_id in self._contributions[term]
             df = self._df[term]
             idf = math.log(1.0 + (self._count - df + 0.5) / (df + 0.5))
-            total += idf
-            held += idf if has else 0.0
-        return held / total if total else 0.0
+            # "holds" counts what its folder's overview lends (``folders``); the idf does not
+            holders = self._large.terms[term][0] if self._large is not None else self._contributions[term]
+            weights.append((idf, holders))
+        total = sum(idf for idf, _ in weights)
+        if not total:
+            return [0.0] * len(memory_ids)
+        found = []
+        for memory_id in memory_ids:
+            if self._large is not None:
+                held = sum(idf for idf, holders in weights if bool((holders == memory_id).any()))
+            else:
+                held = sum(idf for idf, holders in weights if memory_id in holders)
+            found.append(held / total)
+        return found
 
 
 SNIPPET_SCAN = 8000
