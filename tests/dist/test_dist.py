@@ -47,4 +47,4 @@ def test_the_wheel_installs_with_its_dependencies(tmp_path: Path) -> None:
         cwd=project,
         env=env,
     )
-    assert found.splitlines()[0].startswith(" 1. adr/sqlite-index  ("), found
+    assert found.splitlines()[0].startswith(" 1. adr/sqlite-index  "), found

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+from memrouter.core.errors import MemoryRouterError
 from memrouter.core.model import Hit
 from memrouter.core.records import record, replace
 
@@ -93,8 +94,10 @@ def features(ws: Workspace, query: str, hits: list[Hit], mode: str) -> list[Feat
     ) if names else {}  # fmt: skip
     meanings: dict[int, float] = {}
     if mode != "lexical" and ids:
-        lexical = index.lexical
-        meanings = index.dense.similarities(conn, query, list(ids.values()), lexical.folders(conn))
+        try:
+            meanings = index.dense.similarities(conn, query, list(ids.values()), index.lexical.folders(conn))
+        except MemoryRouterError:  # the embedder went away since the search: judged by keywords alone
+            mode = "lexical"
     held = [ids[hit.name] for hit in hits if hit.name in ids and hit.source == "canonical"]
     coverages = dict(zip(held, index.lexical.coverages(conn, query, held), strict=True))
     found: list[Features | None] = []
@@ -113,6 +116,8 @@ def judged(ws: Workspace, query: str, hits: list[Hit], mode: str) -> list[Hit]:
     """``hits`` with their ``relevance`` and ``weak`` set."""
     if not hits:
         return hits
+    if any(m.retriever == "dense" and not m.rank for m in hits[0].why):
+        mode = "lexical"  # the search ran without meaning (its embedder is unavailable): so is its judgement
     read = ws.index.indexed(lambda: features(ws, query, hits, mode))
     judged_hits: list[Hit] = []
     ceiling = 1.0

@@ -40,6 +40,7 @@ from memrouter.index.sqlite.dense_status import (
     PendingWork,
     chunk_details,
     dense_status,
+    file_stem,
     lacking_sql,
     pending_size,
 )
@@ -354,7 +355,7 @@ class DenseIndex:
             return
         import numpy as np
 
-        stem = f"dense-{_safe(self.model_id)}-{generation[0]}-{generation[1]}-{generation[2]}"
+        stem = f"dense-{file_stem(self.model_id)}-{generation[0]}-{generation[1]}-{generation[2]}"
         cache = self.index_dir
         matrix_path = cache / f"{stem}.npy" if cache is not None else None
         ids_path = cache / f"{stem}.ids.npy" if cache is not None else None
@@ -377,7 +378,7 @@ class DenseIndex:
             chunk_ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
             if cache is not None and matrix_path is not None and ids_path is not None:
                 try:
-                    for old in cache.glob(f"dense-{_safe(self.model_id)}-*.npy"):
+                    for old in cache.glob(f"dense-{file_stem(self.model_id)}-*.npy"):
                         old.unlink(missing_ok=True)
                     # The ids first: a reader that finds the matrix finds its ids too.
                     vector_search.save_array(ids_path, chunk_ids)
@@ -497,7 +498,3 @@ class DenseIndex:
 
         self._load(conn)
         return vector_search.measure_graph_recall(self._matrix, k=k, samples=samples, threshold=self._hnsw_threshold)
-
-
-def _safe(model_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
-    "KNOWN_MODEL_IDS", "DenseStatus", "Embedded", "PendingWork", "chunk_details", "dense_status", "lacking_sql",
+    "KNOWN_MODEL_IDS", "DenseStatus", "Embedded", "PendingWork", "chunk_details", "dense_status", "file_stem", "lacking_sql",
     "pending_size",
 ]  # fmt: skip
 
@@ -118,3 +118,8 @@ def chunk_details(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, t
     marks = ", ".join("?" * len(chunk_ids))
     rows = conn.execute(f"SELECT id, ordinal, heading, start FROM chunks WHERE id IN ({marks})", chunk_ids)
     return {row[0]: (f"chunk {row[1]}" + (f": {row[2]}" if row[2] else ""), row[3]) for row in rows}
+
+
+def file_stem(model_id: str) -> str:
+    """``model_id`` as part of a file name (the dense matrix cache's)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)
