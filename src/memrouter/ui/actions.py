@@ -8,7 +8,8 @@ memory's lock, ``expected_hash``), a new memory (stamped with its author as
 ``memrouter save`` does, never over another) or ``Router.promote``, acting as
 ``user:<git user.name>``. An edit or a new memory is checked first: its
 button ``check`` shows the write guard's verdict (``Router.check``) and writes
-nothing; a save the guard refuses comes back with the verdict and the text.
+nothing; a save the guard refuses comes back with the verdict and the text,
+each line holding a secret replaced by a note (a page never shows a secret).
 """
 
 from __future__ import annotations
@@ -159,6 +160,22 @@ def _text(form: dict[str, str]) -> str:
     return form.get("content", "").replace("\r\n", "\n")  # browsers send CRLF line ends from a textarea
 
 
+def _without_secrets(content: str, verdict: Any) -> str:
+    """``content`` to show again in a refused form: each line holding a secret replaced by a note saying so (a
+    page never repeats a secret); no text at all when a secret cannot be placed on a line."""
+    from memrouter.guard.secrets import find_secrets
+
+    lines = content.split("\n")
+    for reason in verdict.reasons:
+        if reason.category != "secret":
+            continue
+        if not 0 < reason.line <= len(lines):
+            return ""
+        lines[reason.line - 1] = f"[this line held a secret ({reason.kind}): keep it out of memories]"
+    kept = "\n".join(lines)
+    return "" if find_secrets(kept) else kept
+
+
 def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
     """Check an edited memory (the guard's verdict; nothing written) or save it through ``Router.save`` with
     ``expected_hash`` (303 to its page; refused: the form again with the verdict, 400)."""
@@ -168,12 +185,13 @@ def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
         raise InvalidInput("an edit needs the hash of the text it started from (expected_hash)")
     content = _text(form)
     if _action(form) == CHECK:
-        return _edit_page(ui, request, name, content, expected, ui.router.check(content, name, actor=actor))
+        verdict = ui.router.check(content, name, actor=actor)
+        return _edit_page(ui, request, name, _without_secrets(content, verdict), expected, verdict)
     try:
         with acting_as(actor):
             saved = ui.router.save(content, name, expected_hash=expected, actor=actor)
     except Refused as exc:  # the text typed comes back with the reasons, never lost
-        return _edit_page(ui, request, name, content, expected, exc.verdict, 400)
+        return _edit_page(ui, request, name, _without_secrets(content, exc.verdict), expected, exc.verdict, 400)
     return _to_memory(ui, saved.name)
 
 
@@ -205,7 +223,8 @@ def new(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
         raise InvalidInput("write the memory's text first")
     name = form.get("name", "").strip() or None
     if _action(form) == CHECK:
-        return _new_page(ui, request, form, ui.router.check(content, name, actor=actor))
+        verdict = ui.router.check(content, name, actor=actor)
+        return _new_page(ui, request, {**form, "content": _without_secrets(content, verdict)}, verdict)
     tags = [tag.strip() for tag in form.get("tags", "").split(",") if tag.strip()]
     try:
         with acting_as(actor):
@@ -214,5 +233,5 @@ def new(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
                 kind=form.get("kind", "").strip() or None, tags=tags or None, expected_hash="",
             )  # fmt: skip
     except Refused as exc:  # the text typed comes back with the reasons, never lost
-        return _new_page(ui, request, form, exc.verdict, 400)
+        return _new_page(ui, request, {**form, "content": _without_secrets(content, exc.verdict)}, exc.verdict, 400)
     return _to_memory(ui, saved.name)
