@@ -370,3 +370,15 @@ def test_an_edit_is_checked_before_it_is_saved(client: TestClient, project: tupl
     assert "squash" not in path.read_text(encoding="utf-8") and "sk_live" not in path.read_text(encoding="utf-8")
     saved = client.post("/edit", data={**fields, "action": "save"}, follow_redirects=False)
     assert saved.status_code == 303 and "squash on merge" in path.read_text(encoding="utf-8")
+
+
+def test_the_pages_work_outside_git(tmp_path: Path) -> None:
+    from helpers import write
+
+    root = tmp_path / "memories"
+    write(root, "notes/alone", "---\nauthor: user:Bo\n---\n# Alone\n\nNo repository here.\n")
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
+        client = TestClient(create_app(router), base_url=BASE)
+        landing, page = client.get("/"), client.get("/memory/notes/alone")
+    assert landing.status_code == 200 and 'href="/memory/notes/alone"' in landing.text
+    assert page.status_code == 200 and "<dt>author</dt><dd>user:Bo</dd>" in page.text

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import CHANNELS, MODES, STATUSES, Memory, Provenance, Relation
 from memrouter.ops.verify import verify
+from memrouter.repo.git import GitError
 from memrouter.ui.graphview import MAX_OPEN, Drawing, build
 from memrouter.ui.params import field, fields, whole_number
 from memrouter.ui.render import diff_lines, utc
@@ -115,7 +116,7 @@ def _history(ui: UiContext, name: str) -> list[dict[str, Any]]:
     """The committed versions (newest first), each with its diff from the version before it."""
     try:
         versions = ui.router.history(name, MAX_VERSIONS_SHOWN + 1)
-    except (InvalidInput, NotFound):
+    except (InvalidInput, NotFound, GitError):
         return []  # not in a git repository, or never committed
     texts: list[str] = []
     for version in versions:
@@ -148,7 +149,7 @@ def memory(ui: UiContext, request: Request) -> Response:
         found = ui.router.get(name)
     flags = found.extra.get("flags")
     anchors, anchors_error = _anchors(ui, found.name) if as_of is None else (None, None)
-    provenance = ui.router.provenance(found.name) if as_of is None else None
+    provenance = _provenance(ui, found.name) if as_of is None else None
     return ui.page(
         request, "memory.html", memory=found, fields=_fields(ui, found, provenance), as_of=as_of, version=version,
         path=relative_path(ui, found.path), history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
@@ -156,6 +157,14 @@ def memory(ui: UiContext, request: Request) -> Response:
         flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
         anchors=anchors, anchors_error=anchors_error,
     )  # fmt: skip
+
+
+def _provenance(ui: UiContext, name: str) -> Provenance | None:
+    """The memory's provenance; None outside git (its front matter alone is shown then)."""
+    try:
+        return ui.router.provenance(name)
+    except GitError:
+        return None
 
 
 def _anchors(ui: UiContext, name: str) -> tuple[Any, str | None]:
