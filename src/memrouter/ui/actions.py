@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.core.errors import InvalidInput, NotFound, Refused
 from memrouter.core.model import KINDS
+from memrouter.guard.secrets import find_secrets
 from memrouter.ops.audit import acting_as
 from memrouter.ops.provenance import save_stamped
 from memrouter.ui.security import same_secret
@@ -163,8 +164,6 @@ def _text(form: dict[str, str]) -> str:
 def _without_secrets(content: str, verdict: Any) -> str:
     """``content`` to show again in a refused form: each line holding a secret replaced by a note saying so (a
     page never repeats a secret); no text at all when a secret cannot be placed on a line."""
-    from memrouter.guard.secrets import find_secrets
-
     lines = content.split("\n")
     for reason in verdict.reasons:
         if reason.category != "secret":
