@@ -76,11 +76,20 @@ def test_time_travel_searches_and_reads_the_older_text(client: TestClient, proje
     assert "PostgreSQL 16" in now and "MySQL" not in now
 
 
-def test_memory_page_shows_fields_provenance_history_and_neighbours(client: TestClient) -> None:
+def test_memory_page_shows_fields_provenance_history_and_neighbours(
+    client: TestClient, project: tuple[Path, Path, str]
+) -> None:
     page = client.get("/memory/decisions/database")
     assert page.status_code == 200
     assert "<dt>kind</dt><dd>adr</dd>" in page.text
-    assert "Provenance" in page.text and "Ada" in page.text
+    # one fields panel: the provenance's author and dates in it, said to come from git, never a second panel
+    assert page.text.count('<dl class="fields">') == 1 and "Provenance" not in page.text
+    assert re.search(r"<dt>author</dt><dd>[^<]*Ada[^<]* <span class=\"meta\">\(from git\)</span></dd>", page.text)
+    assert re.search(r"<dt>updated</dt><dd>2026-02-10[^<]*<span class=\"meta\">\(from git\)", page.text)
+    # paths as the repository names them, never the disk's
+    relative = (project[1] / "decisions" / "database.md").relative_to(project[0]).as_posix()
+    assert f"<dt>path</dt><dd>{relative}</dd>" in page.text and f" · {relative} · " in page.text
+    assert str(project[0]) not in page.text
     assert (
         page.text.count('class="history"') == 1 and "move to PostgreSQL" in page.text and "first decisions" in page.text
     )
@@ -280,3 +289,96 @@ def test_health_shows_background_embedding_progress(project: tuple[Path, Path, s
             time.sleep(0.05)
         page = client.get("/health").text
     assert "0 waiting" in page and "in the background:" in page and "so far" in page
+
+
+def test_the_landing_page_shows_recent_channels_pending_and_stale(client: TestClient, router: Router) -> None:
+    page = client.get("/").text
+    assert 'id="q"' in page and "Recently changed" in page  # the search form, then what there is
+    recent = page.split('<ol class="recent">', 1)[1].split("</ol>", 1)[0]
+    assert 'href="/memory/decisions/database"' in recent and "review/cache-ttl" not in recent
+    assert "<dt>long_term</dt><dd>5</dd>" in page
+    pending = page.split("<h2>Pending review</h2>", 1)[1].split("<h2>", 1)[0]
+    assert 'href="/memory/review/cache-ttl">Cache TTL guess</a>' in pending and "Review 1 memory" in pending
+    assert "No memory's anchored code has changed." in page
+
+
+def test_the_landing_page_lists_a_memory_whose_anchored_code_changed(
+    project: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    from helpers import commit, write
+
+    source = project[0] / "billing.py"
+    source.write_text("def charge():\n    return 1\n", encoding="utf-8")
+    write(project[1], "notes/charging", "---\nanchors: [billing.py#charge]\n---\n# Charging\n\nCharge once.\n")
+    commit(project[0], "charging", "2026-03-01T10:00:00+00:00")
+    source.write_text("def charge():\n    return 2\n", encoding="utf-8")
+    commit(project[0], "charge twice", "2026-03-02T10:00:00+00:00")
+    with Router.open(root=project[1], index_dir=tmp_path / "sidx", watch=False) as router:
+        page = TestClient(create_app(router), base_url=BASE).get("/").text
+    stale = page.split("<h2>Stale</h2>", 1)[1]
+    assert 'href="/memory/notes/charging"' in stale and "billing.py" in stale
+
+
+def test_a_new_memory_shows_the_guards_verdict_before_it_is_saved(
+    client: TestClient, project: tuple[Path, Path, str]
+) -> None:
+    root = project[1]
+    csrf = _csrf(client.get("/new").text)
+    fields = {"csrf": csrf, "name": "decisions/queues", "title": "Queues", "kind": "adr", "tags": "jobs, redis",
+              "content": "# Queues\n\nWe run background jobs on arq with Redis.\n"}  # fmt: skip
+    checked = client.post("/new", data={**fields, "action": "check"})
+    assert checked.status_code == 200 and "The write guard: it would be saved" in checked.text
+    assert "We run background jobs on arq" in checked.text.split("<textarea", 1)[1]  # the text stays in the form
+    assert not (root / "decisions" / "queues.md").exists()  # a check writes nothing
+    saved = client.post("/new", data={**fields, "action": "save"}, follow_redirects=False)
+    assert saved.status_code == 303 and saved.headers["location"] == "/memory/decisions/queues"
+    text = (root / "decisions" / "queues.md").read_text(encoding="utf-8")
+    assert "kind: adr" in text and "jobs" in text and "author: user:Reviewer Rita" in text
+    assert client.post("/new", data={**fields, "action": "save"}).status_code == 409  # never over another
+
+
+def test_a_refused_new_memory_writes_nothing_and_keeps_the_text(
+    client: TestClient, project: tuple[Path, Path, str]
+) -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    fields = {"csrf": _csrf(client.get("/new").text), "name": "notes/deploy-key",
+              "content": f"# Deploy key\n\nThe token is {token}\n"}  # fmt: skip
+    checked = client.post("/new", data={**fields, "action": "check"})
+    assert checked.status_code == 200 and "it would be refused, nothing is written" in checked.text
+    assert token not in checked.text  # neither the reasons nor the form repeat the secret
+    kept = client.post("/new", data={**fields, "action": "save"})
+    assert kept.status_code == 400 and "it would be refused" in kept.text and token not in kept.text
+    assert "# Deploy key" in kept.text.split("<textarea")[1] and "this line held a secret (github_token)" in kept.text
+    assert not (project[1] / "notes" / "deploy-key.md").exists()
+    assert client.post("/new", data={**fields, "action": "delete"}).status_code == 400
+    assert client.post("/new", data={**fields, "content": " \n", "action": "check"}).status_code == 400
+
+
+def test_an_edit_is_checked_before_it_is_saved(client: TestClient, project: tuple[Path, Path, str]) -> None:
+    path = project[1] / "conventions" / "commits.md"
+    form = client.get("/edit/conventions/commits").text
+    expected = re.search(r'name="expected_hash" value="([^"]+)"', form).group(1)  # type: ignore[union-attr]
+    fields = {"csrf": _csrf(form), "name": "conventions/commits", "expected_hash": expected,
+              "content": "# Commit messages\n\nUse the imperative mood; squash on merge.\n"}  # fmt: skip
+    checked = client.post("/edit", data={**fields, "action": "check"})
+    assert checked.status_code == 200 and "it would be saved" in checked.text and "squash on merge" in checked.text
+    assert f'name="expected_hash" value="{expected}"' in checked.text  # the save still checks the text it started from
+    assert "squash" not in path.read_text(encoding="utf-8")
+    secret = {**fields, "content": "# Commit messages\n\nsk_live_" + "4eC39HqLyjWDarjtT1zdp7dc" + "\n"}
+    refused = client.post("/edit", data={**secret, "action": "save"})
+    assert refused.status_code == 400 and "it would be refused" in refused.text and "4eC39Hq" not in refused.text
+    assert "squash" not in path.read_text(encoding="utf-8") and "sk_live" not in path.read_text(encoding="utf-8")
+    saved = client.post("/edit", data={**fields, "action": "save"}, follow_redirects=False)
+    assert saved.status_code == 303 and "squash on merge" in path.read_text(encoding="utf-8")
+
+
+def test_the_pages_work_outside_git(tmp_path: Path) -> None:
+    from helpers import write
+
+    root = tmp_path / "memories"
+    write(root, "notes/alone", "---\nauthor: user:Bo\n---\n# Alone\n\nNo repository here.\n")
+    with Router.open(root=root, index_dir=tmp_path / "idx", watch=False) as router:
+        client = TestClient(create_app(router), base_url=BASE)
+        landing, page = client.get("/"), client.get("/memory/notes/alone")
+    assert landing.status_code == 200 and 'href="/memory/notes/alone"' in landing.text
+    assert page.status_code == 200 and "<dt>author</dt><dd>user:Bo</dd>" in page.text

@@ -1,4 +1,5 @@
-"""``memrouter ui`` in a real browser: search, time travel, graph, live team board, review, a hostile memory, a11y."""
+"""``memrouter ui`` in a real browser: the landing page, search, time travel, graph, live team board, review, new and
+edited memories checked by the guard, a hostile memory, a11y."""
 
 from __future__ import annotations
 
@@ -187,6 +188,9 @@ def test_edit_a_memory_in_the_browser(served: Served, page: Page) -> None:
     text = page.locator("#content").input_value()
     assert text.startswith("# Commit messages")
     page.fill("#content", text.rstrip("\n") + "\n\nSign every commit.\n")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator(".verdict")).to_contain_text("it would be saved")
+    expect(page.locator("#content")).to_have_value(text.rstrip("\n") + "\n\nSign every commit.\n")
     screenshot(page, "edit")
     assert _axe_serious(page) == []
     page.get_by_role("button", name="Save conventions/commits").click()
@@ -194,3 +198,34 @@ def test_edit_a_memory_in_the_browser(served: Served, page: Page) -> None:
     expect(page.locator("article.body")).to_contain_text("Sign every commit.")
     with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
         assert router.get("conventions/commits").text.endswith("Sign every commit.\n")
+
+
+def test_the_landing_page_shows_what_there_is(served: Served, page: Page) -> None:
+    page.goto(served.address + "/")
+    expect(page.get_by_role("heading", name="Recently changed")).to_be_visible()
+    expect(page.locator("ol.recent a").first).to_be_visible()
+    for heading in ("Channels", "Pending review", "Stale"):  # the review test may have emptied the queue
+        expect(page.get_by_role("heading", name=heading)).to_be_visible()
+    screenshot(page, "landing")
+    assert _axe_serious(page) == []
+
+
+def test_write_a_new_memory_checked_first(served: Served, page: Page) -> None:
+    page.goto(served.address + "/")
+    page.get_by_role("link", name="New", exact=True).click()
+    page.wait_for_url("**/new")
+    page.get_by_label("Name").fill("decisions/queues")
+    page.get_by_label("Tags").fill("jobs")
+    page.get_by_label("Text (markdown; front matter allowed)").fill("# Queues\n\nBackground jobs run on arq.\n")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator(".verdict")).to_contain_text("it would be saved")
+    expect(page.locator("#content")).to_have_value("# Queues\n\nBackground jobs run on arq.\n")
+    screenshot(page, "new")
+    assert _axe_serious(page) == []
+    with Router.open(root=served.root, index_dir=served.index_dir, watch=False) as router:
+        assert "decisions/queues" not in router.names()  # a check writes nothing
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.wait_for_url("**/memory/decisions/queues")
+    expect(page.locator("article.body")).to_contain_text("Background jobs run on arq.")
+    expect(page.locator("dl.fields")).to_contain_text("author")
+    assert _axe_serious(page) == []

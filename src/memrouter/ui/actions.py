@@ -4,16 +4,23 @@ A write is a POST carrying the app's CSRF token and the ``expected_hash`` of
 the memory as the page showed it; it goes through ``Router.approve`` /
 ``Router.reject`` (the same guard, lock, conflict check and audit line as
 ``memrouter review``), ``Router.save`` (an edit: the write guard, the
-memory's lock, ``expected_hash``) or ``Router.promote``, acting as
-``user:<git user.name>``.
+memory's lock, ``expected_hash``), a new memory (stamped with its author as
+``memrouter save`` does, never over another) or ``Router.promote``, acting as
+``user:<git user.name>``. An edit or a new memory is checked first: its
+button ``check`` shows the write guard's verdict (``Router.check``) and writes
+nothing; a save the guard refuses comes back with the verdict and the text,
+each line holding a secret replaced by a note (a page never shows a secret).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memrouter.core.errors import InvalidInput, NotFound
+from memrouter.core.errors import InvalidInput, NotFound, Refused
+from memrouter.core.model import KINDS
+from memrouter.guard.secrets import find_secrets
 from memrouter.ops.audit import acting_as
+from memrouter.ops.provenance import save_stamped
 from memrouter.ui.security import same_secret
 
 if TYPE_CHECKING:
@@ -22,10 +29,11 @@ if TYPE_CHECKING:
 
     from memrouter.ui.context import UiContext
 
-__all__ = ["approve", "edit", "edit_form", "promote", "read_form", "reject", "review"]
+__all__ = ["approve", "edit", "edit_form", "new", "new_form", "promote", "read_form", "reject", "review"]
 
 MAX_FORM_BYTES = 4 * 1024 * 1024  # a memory's text may be 1,000,000 characters, percent-encoded
-_FIELDS = ("csrf", "name", "expected_hash", "reason", "content")
+_FIELDS = ("csrf", "name", "expected_hash", "reason", "content", "action", "title", "kind", "tags")
+CHECK, SAVE = "check", "save"  # a write form's two buttons: the guard's verdict (nothing written), then the write
 
 
 async def read_form(ui: UiContext, request: Request) -> dict[str, str]:
@@ -130,20 +138,99 @@ def archive(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
 def edit_form(ui: UiContext, request: Request) -> Response:
     """A memory's whole text (front matter included) in a form, with the hash it was read at."""
     memory = ui.router.get(request.path_params["name"])
-    return ui.page(request, "edit.html", memory=memory, title=f"Edit {memory.name}")
+    return _edit_page(ui, request, memory.name, memory.text, memory.hash, None)
+
+
+def _edit_page(
+    ui: UiContext, request: Request, name: str, content: str, expected: str, verdict: Any, status: int = 200
+) -> Response:
+    return ui.page(
+        request, "edit.html", status, name=name, content=content, expected=expected, verdict=verdict,
+        title=f"Edit {name}",
+    )  # fmt: skip
+
+
+def _action(form: dict[str, str]) -> str:
+    action = form.get("action") or SAVE
+    if action not in (CHECK, SAVE):
+        raise InvalidInput(f"unknown action {action!r}: check or save")
+    return action
+
+
+def _text(form: dict[str, str]) -> str:
+    return form.get("content", "").replace("\r\n", "\n")  # browsers send CRLF line ends from a textarea
+
+
+def _without_secrets(content: str, verdict: Any) -> str:
+    """``content`` to show again in a refused form: each line holding a secret replaced by a note saying so (a
+    page never repeats a secret); no text at all when a secret cannot be placed on a line."""
+    lines = content.split("\n")
+    for reason in verdict.reasons:
+        if reason.category != "secret":
+            continue
+        if not 0 < reason.line <= len(lines):
+            return ""
+        lines[reason.line - 1] = f"[this line held a secret ({reason.kind}): keep it out of memories]"
+    kept = "\n".join(lines)
+    return "" if find_secrets(kept) else kept
 
 
 def edit(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
-    """Save an edited memory through ``Router.save`` with ``expected_hash`` (303 to its page)."""
-    from urllib.parse import quote
-
-    from starlette.responses import RedirectResponse
-
+    """Check an edited memory (the guard's verdict; nothing written) or save it through ``Router.save`` with
+    ``expected_hash`` (303 to its page; refused: the form again with the verdict, 400)."""
     name, actor = _named(ui, form)
     expected = form.get("expected_hash")
     if not expected:
         raise InvalidInput("an edit needs the hash of the text it started from (expected_hash)")
-    content = form.get("content", "").replace("\r\n", "\n")  # browsers send CRLF line ends from a textarea
-    with acting_as(actor):
-        saved = ui.router.save(content, name, expected_hash=expected, actor=actor)
-    return RedirectResponse(f"{ui.base}/memory/{quote(saved.name, safe='/')}", status_code=303)
+    content = _text(form)
+    if _action(form) == CHECK:
+        verdict = ui.router.check(content, name, actor=actor)
+        return _edit_page(ui, request, name, _without_secrets(content, verdict), expected, verdict)
+    try:
+        with acting_as(actor):
+            saved = ui.router.save(content, name, expected_hash=expected, actor=actor)
+    except Refused as exc:  # the text typed comes back with the reasons, never lost
+        return _edit_page(ui, request, name, _without_secrets(content, exc.verdict), expected, exc.verdict, 400)
+    return _to_memory(ui, saved.name)
+
+
+def _to_memory(ui: UiContext, name: str) -> Response:
+    from urllib.parse import quote
+
+    from starlette.responses import RedirectResponse
+
+    return RedirectResponse(f"{ui.base}/memory/{quote(name, safe='/')}", status_code=303)
+
+
+def new_form(ui: UiContext, request: Request) -> Response:
+    """An empty memory to write: its text, and optionally a name, title, kind and tags."""
+    return _new_page(ui, request, {}, None)
+
+
+def _new_page(ui: UiContext, request: Request, form: dict[str, str], verdict: Any, status: int = 200) -> Response:
+    return ui.page(request, "new.html", status, form=form, verdict=verdict, kinds=KINDS, title="New memory")
+
+
+def new(ui: UiContext, request: Request, form: dict[str, str]) -> Response:
+    """Check a new memory (the guard's verdict; nothing written) or save it as ``memrouter save`` does (stamped
+    with its author and creation time) with ``expected_hash=""``, so never over another memory (409)."""
+    if ui.reviewer is None:
+        raise InvalidInput("the UI does not know who you are: set `git config user.name NAME` and restart it")
+    actor = ui.reviewer
+    content = _text(form)
+    if not content.strip():
+        raise InvalidInput("write the memory's text first")
+    name = form.get("name", "").strip() or None
+    if _action(form) == CHECK:
+        verdict = ui.router.check(content, name, actor=actor)
+        return _new_page(ui, request, {**form, "content": _without_secrets(content, verdict)}, verdict)
+    tags = [tag.strip() for tag in form.get("tags", "").split(",") if tag.strip()]
+    try:
+        with acting_as(actor):
+            saved = save_stamped(
+                ui.router.workspace, content, name, actor=actor, title=form.get("title", "").strip() or None,
+                kind=form.get("kind", "").strip() or None, tags=tags or None, expected_hash="",
+            )  # fmt: skip
+    except Refused as exc:  # the text typed comes back with the reasons, never lost
+        return _new_page(ui, request, {**form, "content": _without_secrets(content, exc.verdict)}, exc.verdict, 400)
+    return _to_memory(ui, saved.name)

@@ -131,6 +131,8 @@ def create_app(
         Route("/sprint/archive", bound_post(actions.archive), methods=["POST"]),
         Route("/edit/{name:path}", bound(actions.edit_form)),
         Route("/edit", bound_post(actions.edit), methods=["POST"]),
+        Route("/new", bound(actions.new_form)),
+        Route("/new", bound_post(actions.new), methods=["POST"]),
         Route("/team", bound(live.team)),
         Route("/team/live", bound(live.team_live)),
         Route("/team/events", team_events),

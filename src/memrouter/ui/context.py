@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["NAV", "UiContext"]
 
 NAV = (
-    ("/", "Search"), ("/review", "Review"), ("/team", "Team"), ("/graph", "Graph"), ("/timeline", "Timeline"),
+    ("/", "Search"), ("/new", "New"), ("/review", "Review"), ("/team", "Team"), ("/graph", "Graph"), ("/timeline", "Timeline"),
     ("/health", "Health"),
 )  # fmt: skip
 
