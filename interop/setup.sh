@@ -174,13 +174,7 @@ if [[ -n "${PY311:-}" ]]; then
     else
         log "pixeltable-venv: up to date ($PIXELTABLE_PINS)"
     fi
-    ROOT_DIR="$(cd .. && pwd)"
-    WANT="$ROOT_DIR $(sha256sum "$ROOT_DIR/pyproject.toml" | cut -d' ' -f1)"
-    if [[ "$(cat "$WORK/pixeltable-venv/.memrouter" 2>/dev/null)" != "$WANT" ]]; then
-        log "pixeltable-venv: installing memrouter from $ROOT_DIR (editable)"
-        "$WORK/pixeltable-venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT_DIR"
-        echo "$WANT" > "$WORK/pixeltable-venv/.memrouter"
-    fi
+    install_memrouter pixeltable-venv
     # The Hindsight server only: memrouter talks to it over HTTP from its own venv.
     build_venv hindsight-venv "$PY311" "$HINDSIGHT_PINS"
 else

@@ -141,7 +141,7 @@ def test_what_others_retain_is_found_and_a_lost_bank_is_filled_again(
         outsider = HindsightBackend(HindsightConfig(url=real_hindsight.url, bank=name))  # another agent's retain
         theirs = outsider.upsert(MemoryDraft(title="Wombat runbook", content=f"The wombat {word} cluster restores "
                                              "from the nightly dumps."))  # fmt: skip
-        hits = router.search(f"wombat {word} cluster restores", limit=10)
+        hits = router.search(f"wombat {word} cluster restores", limit=40)  # room beyond the 12
         found = [hit for hit in hits if hit.source == "hindsight"]
         assert [hit.name for hit in found] == [f"hindsight:{theirs}"] and found[0].path is None
 
