@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "ai-agents-1026"
@@ -49,3 +52,21 @@ def rare_words(files: list[Path], count: int) -> list[str]:
             seen.setdefault(word, set()).add(index)
     rare = sorted(word for word, where in seen.items() if len(where) <= 3)
     return rare[:: max(1, len(rare) // count)][:count]
+
+
+def timed_queries(call: Callable[[str], object], queries: list[str], rounds: int = 2) -> list[float]:
+    """Milliseconds of ``call(query)`` for each query, ``rounds`` times over."""
+    samples = []
+    for _ in range(rounds):
+        for query in queries:
+            started = time.perf_counter()
+            call(query)
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def show_latency(label: str, samples: list[float], width: int = 52) -> float:
+    """Print a row ``label  p50  p95``; the p50."""
+    p50 = statistics.median(samples)
+    print(f"  {label:<{width}} p50 {p50:7.2f} ms   p95 {percentile(samples, 0.95):7.2f} ms")
+    return p50

@@ -31,24 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "interop" / "graphiti"))
 
-from _common import percentile, rare_words  # noqa: E402
+from _common import rare_words, show_latency, timed_queries  # noqa: E402
 from conftest import CORPORA, FalkorServer, graphiti_toml  # noqa: E402
 
 from memrouter import Router  # noqa: E402
-
-
-def timed(call, queries: list[str], rounds: int = 2) -> list[float]:  # type: ignore[no-untyped-def]
-    samples = []
-    for _ in range(rounds):
-        for query in queries:
-            started = time.perf_counter()
-            call(query)
-            samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def show(label: str, samples: list[float]) -> None:
-    print(f"  {label:<44} p50 {statistics.median(samples):7.2f} ms   p95 {percentile(samples, 0.95):7.2f} ms")
 
 
 def main() -> None:
@@ -87,23 +73,23 @@ def main() -> None:
                 limit = 10
                 router.search(queries[0], limit=limit)  # warm the index and the store
                 print(f"search over {len(queries)} rare-word queries, limit {limit} (PRELIMINARY: shared machine)")
-                canonical = timed(lambda q: router.search(q, limit=limit, origin="canonical"), queries)
-                own = timed(lambda q: backend.call(backend.store.raw_search(q, limit)), queries)
-                store = timed(lambda q: backend.call(backend.store.search(q, limit)), queries)
-                merged = timed(lambda q: router.search(q, limit=limit), queries)
-                show("canonical only (baseline)", canonical)
-                show("Graphiti search_ alone (its own query time)", own)
-                show("backend search (search_ + episodes of entities)", store)
-                show("default: canonical + Graphiti augmenter", merged)
+                canonical = timed_queries(lambda q: router.search(q, limit=limit, origin="canonical"), queries)
+                own = timed_queries(lambda q: backend.call(backend.store.raw_search(q, limit)), queries)
+                store = timed_queries(lambda q: backend.call(backend.store.search(q, limit)), queries)
+                merged = timed_queries(lambda q: router.search(q, limit=limit), queries)
+                show_latency("canonical only (baseline)", canonical)
+                show_latency("Graphiti search_ alone (its own query time)", own)
+                show_latency("backend search (search_ + episodes of entities)", store)
+                show_latency("default: canonical + Graphiti augmenter", merged)
                 extra = statistics.median(merged) - statistics.median(canonical)
                 print(f"  augmenter up: +{extra:.2f} ms p50 over the baseline "
                       f"(Graphiti's own: {statistics.median(own):.2f} ms)")  # fmt: skip
                 server.stop()
                 router.search(queries[0], limit=limit)  # the failure is noted and cached
-                down = timed(lambda q: router.search(q, limit=limit), queries)
-                base_again = timed(lambda q: router.search(q, limit=limit, origin="canonical"), queries)
-                show("default with FalkorDB down (cached failure)", down)
-                show("canonical only, same moment", base_again)
+                down = timed_queries(lambda q: router.search(q, limit=limit), queries)
+                base_again = timed_queries(lambda q: router.search(q, limit=limit, origin="canonical"), queries)
+                show_latency("default with FalkorDB down (cached failure)", down)
+                show_latency("canonical only, same moment", base_again)
                 print(f"  augmenter down: +{statistics.median(down) - statistics.median(base_again):.3f} ms p50")
         finally:
             server.stop()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make interop`: build the peers' venvs (cached), then run the interop suite against the real
-# Forgetful 0.6.0, Serena 2.1.0, claude-flow and Graphiti. Servers are started by the tests' fixtures
+# Forgetful 0.6.0, Serena 2.1.0, claude-flow, Hindsight 1.1.0, Graphiti and Pixeltable 0.7.21. Servers are started by the tests' fixtures
 # and stopped there; the trap below stops by PID anything still recorded in the pid folder (a killed pytest).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +14,9 @@ stop_leftovers() {
         [[ -e "$file" ]] || continue
         pid="${file##*/}"
         # only a process this suite started: its command line names embed-serve, Forgetful's launcher, Serena's
-        # server or FalkorDB
-        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli|start-mcp-server|falkordb\.so' "/proc/$pid/cmdline" 2>/dev/null; then
+        # server, FalkorDB, the Hindsight server or a PostgreSQL in one of the suite's temporary folders
+        if [[ "$pid" =~ ^[0-9]+$ ]] && grep -qaE 'embed-serve|main\.cli|start-mcp-server|falkordb\.so|hindsight-api|memrouter-(pxt|pg0)-' \
+            "/proc/$pid/cmdline" 2>/dev/null; then
             echo "interop: stopping leftover $(cat "$file") (pid $pid)" >&2
             kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null
             sleep 2
@@ -38,7 +39,7 @@ for peer in forgetful serena; do
 done
 
 status=0
-echo "interop: Forgetful (real), embed-serve, claude-flow (real) and Serena (real) parity" >&2
+echo "interop: Forgetful (real), embed-serve, claude-flow (real), Hindsight (real) and Serena (real) parity" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
 
 echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
@@ -67,6 +68,21 @@ else
     echo "$out"
     if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
         echo "interop: the sentence-transformers test was skipped: skipped is never passed" >&2
+        status=1
+    fi
+fi
+
+echo "interop: Pixeltable (real, in-process on its own PostgreSQL) in its Python 3.11 venv" >&2
+PIXELTABLE_PY="$INTEROP_WORK/pixeltable-venv/bin/python"
+if [[ -f "$INTEROP_WORK/missing-pixeltable" || ! -x "$PIXELTABLE_PY" ]]; then
+    echo "interop: *** the Pixeltable tests cannot run: $(cat "$INTEROP_WORK/missing-pixeltable" 2>/dev/null || echo "no $PIXELTABLE_PY") ***" >&2
+    status=1
+else
+    out="$("$PIXELTABLE_PY" -m pytest -c interop/pixeltable/pytest.ini --rootdir interop/pixeltable -q -rs \
+        interop/pixeltable 2>&1)" || status=1
+    echo "$out"
+    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
+        echo "interop: Pixeltable tests were skipped: skipped is never passed" >&2
         status=1
     fi
 fi

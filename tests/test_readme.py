@@ -125,6 +125,8 @@ def test_configuration_examples_load(block: Block, tmp_path: Path) -> None:
     from memrouter.external.backends.configured import backend_settings
     from memrouter.external.backends.forgetful import ForgetfulConfig
     from memrouter.external.backends.graphiti import GraphitiConfig
+    from memrouter.external.backends.hindsight import HindsightConfig
+    from memrouter.external.backends.pixeltable import PixeltableConfig
 
     folder = project(tmp_path)
     (folder / "memrouter.toml").write_text(block.text, encoding="utf-8")
@@ -134,6 +136,10 @@ def test_configuration_examples_load(block: Block, tmp_path: Path) -> None:
         kind, options, _ = backend_settings(name, section)
         if kind == "graphiti":
             GraphitiConfig.from_mapping(options)
+        elif kind == "pixeltable":
+            PixeltableConfig.from_mapping(options)
+        elif kind == "hindsight":
+            HindsightConfig.from_mapping(options)
         else:
             ForgetfulConfig.from_mapping({"name": name, **section})
     tomllib.loads(block.text)

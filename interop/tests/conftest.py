@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hindsight_peer import Pg0, RealHindsight, missing_reason, start_hindsight
 from interop_peers import (
     FORGETFUL_PYTHON,
     TIKTOKEN,
@@ -21,6 +22,8 @@ from interop_peers import (
     skip_reason,
     start_forgetful,
 )
+
+from memrouter.testing.fake_llm import FakeLLM
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +73,46 @@ def real_forgetful(
 def own_forgetful(forgetful_available: None, embed_server: EmbedServer, tmp_path: Path) -> Iterator[RealForgetful]:
     """A real Forgetful of the test's own (for faults: kill, restart)."""
     server = start_forgetful(tmp_path / "forgetful", embed_server.url)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def hindsight_available() -> None:
+    """The Hindsight server must be there: a missing one fails the tests that need it (never a skip)."""
+    reason = missing_reason()
+    if reason:
+        pytest.fail(reason)
+
+
+@pytest.fixture(scope="session")
+def hindsight_postgres(hindsight_available: None) -> Iterator[Pg0]:
+    """One PostgreSQL (pg0) for the session's Hindsight servers, a database each."""
+    server = Pg0()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def fake_llm() -> Iterator[FakeLLM]:
+    """The session's deterministic LLM (OpenAI chat API) for Hindsight's retain."""
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def real_hindsight(
+    hindsight_postgres: Pg0, embed_server: EmbedServer, fake_llm: FakeLLM, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealHindsight]:
+    """The real Hindsight server shared by the session (tests keep to banks of their own)."""
+    server = start_hindsight(
+        tmp_path_factory.mktemp("hindsight"), hindsight_postgres.new_database(), embed_server.url, fake_llm.url
+    )
     try:
         yield server
     finally:

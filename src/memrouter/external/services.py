@@ -12,6 +12,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from memrouter.config.settings import Config
@@ -19,6 +20,7 @@ from memrouter.core.errors import BackendError, BackendUnavailable
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Hit
 from memrouter.external.backends.configured import ConfiguredBackends, backend_settings
+from memrouter.external.backends.pixeltable import table_for
 from memrouter.external.merge import merge_hits
 from memrouter.external.sync.pgstate import PgSyncState
 from memrouter.external.sync.run import run_sync, run_validate
@@ -40,15 +42,29 @@ MAPPING_RETRY_AFTER = 30.0
 
 
 def project_defaults(config: Config) -> dict[str, dict[str, Any]]:
-    """The ``[backends]`` sections, a Graphiti one without ``group`` given the project folder's name.
+    """The ``[backends]`` sections, with what each service keeps per project filled from the project folder.
 
-    One Graphiti group per project: two projects on one server never share a graph by default.
+    A Graphiti section without ``group`` gets the project folder's name, a Pixeltable one without ``table``
+    gets ``memrouter.<folder>`` (and a relative ``home`` is taken from the project folder), a Hindsight one
+    without ``bank`` gets the folder's name: two projects on one service never share their memories by default.
     """
 
     sections = {name: dict(section) for name, section in config.backends.items()}
+    project = config.project_dir
+    if project is None:
+        return sections
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", project.name).strip("-") or "memrouter"
     for name, section in sections.items():
-        if backend_settings(name, section)[0] == "graphiti" and "group" not in section and config.project_dir:
-            section["group"] = re.sub(r"[^A-Za-z0-9_-]+", "-", config.project_dir.name).strip("-") or "memrouter"
+        kind = backend_settings(name, section)[0]
+        if kind == "graphiti" and "group" not in section:
+            section["group"] = slug
+        elif kind == "pixeltable":
+            section.setdefault("table", table_for(project.name))
+            home = section.get("home")
+            if isinstance(home, str) and home and not Path(home).expanduser().is_absolute():
+                section["home"] = str(project / home)
+        elif kind == "hindsight" and "bank" not in section:
+            section["bank"] = slug
     return sections
 
 

@@ -120,11 +120,15 @@ class BackendConformance:
         with pytest.raises(NotFound):
             backend.mark_obsolete(self.missing_id, reason="gone")
 
-    def test_content_over_the_limit_is_refused(self, backend: Backend) -> None:
-        if backend.max_content is None:
-            pytest.skip("no content limit")
-        with pytest.raises(InvalidInput):
-            backend.upsert(MemoryDraft(title="too long", content="x" * (backend.max_content + 1)))
+    def test_content_over_the_limit_is_refused_and_without_one_kept_whole(self, backend: Backend) -> None:
+        if backend.max_content is not None:
+            with pytest.raises(InvalidInput):
+                backend.upsert(MemoryDraft(title="too long", content="x" * (backend.max_content + 1)))
+            return
+        word = unique_word()
+        text = "\n\n".join(f"## Part {i}\n\n{word} " + "lorem ipsum dolor sit amet " * 40 for i in range(60))
+        remote_id = backend.upsert(MemoryDraft(title=f"Long {word}", content=text))
+        assert backend.get(remote_id).content == text
 
     def test_split_memory_written_as_linked_parts(self, backend: Backend) -> None:
         limit = backend.max_content or 2000

@@ -13,7 +13,7 @@ The protocol is deliberately small::
     close()
 
 Optional abilities are separate ``runtime_checkable`` protocols
-(``SupportsLinks``), detected with ``isinstance``, never assumed. A backend
+(``SupportsLinks``, ``SupportsInventory``), detected with ``isinstance``, never assumed. A backend
 with a content limit says so in ``max_content`` (``None`` means no limit);
 ``upsert_parts`` builds split, linked memories on top of ``SupportsLinks``.
 
@@ -41,6 +41,7 @@ __all__ = [
     "ExternalHit",
     "MemoryDraft",
     "RemoteMemory",
+    "SupportsInventory",
     "SupportsLinks",
     "backend_status",
     "upsert_parts",
@@ -210,6 +211,21 @@ class SupportsLinks(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsInventory(Protocol):
+    """Optional ability: say in one cheap call what the service holds.
+
+    Sync compares it with its mapping on every run, so a copy the service lost
+    (its data deleted, an older backup restored, a write that never landed) is
+    sent again instead of being trusted; ``validate --remote`` reads it instead
+    of fetching every copy.
+    """
+
+    def inventory(self) -> dict[str, str]:
+        """Every remote memory that is not obsolete: remote id -> content hash of what it holds."""
+        ...
+
+
 def upsert_parts(
     backend: Backend,
     draft: MemoryDraft,
@@ -257,6 +273,7 @@ def backend_status(backend: Backend) -> dict[str, Any]:
         "error": report.error,
         "max_content": backend.max_content,
         "supports_links": isinstance(backend, SupportsLinks),
+        "supports_inventory": isinstance(backend, SupportsInventory),
     }
 
 

@@ -41,6 +41,13 @@ BACKENDS = Registry(
         "graphiti": Builtin(
             "memrouter.external.backends.graphiti:GraphitiBackend", "pip install 'memrouter[graphiti]' (Python >= 3.12)"
         ),
+        "pixeltable": Builtin(
+            "memrouter.external.backends.pixeltable:PixeltableBackend", "pip install 'memrouter[pixeltable]'"
+        ),
+        "hindsight": Builtin(
+            "memrouter.external.backends.hindsight:HindsightBackend",
+            "nothing to install for memrouter (the server: pip install hindsight-api)",
+        ),
     },
     BackendNotInstalled,
 )

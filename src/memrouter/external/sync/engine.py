@@ -17,7 +17,11 @@ deleted and rebuilt at any time: when a run finds no sync state at all for a bac
 looks for the first ``ADOPTION_PROBES`` memories on the backend (by content
 and name, confirmed by the ``memrouter:<name>`` context) before creating
 them; once one is found, every memory is looked for, and the copies found
-are adopted (updated in place, listed in ``recovered``), never duplicated. A run stops at the first ``BackendUnavailable`` (the service
+are adopted (updated in place, listed in ``recovered``), never duplicated. A backend that
+``SupportsInventory`` is asked once per run what it holds: a mapped memory whose
+copy is not there (the service lost its data, or a write never landed) or holds
+another hash is sent again, listed in ``restored``, so the mapping is never
+trusted over the service. A run stops at the first ``BackendUnavailable`` (the service
 went away; what was done so far is kept) and reports it in ``error``; other
 per-memory failures (a reply that breaks the contract, content the service
 refuses) are listed in ``failed`` and the run goes on, unless
@@ -38,7 +42,7 @@ from typing import Any
 
 from memrouter.core.errors import BackendError, BackendUnavailable, InvalidInput, NotFound
 from memrouter.core.model import PENDING, Memory
-from memrouter.external.backends.base import Backend, MemoryDraft, upsert_parts
+from memrouter.external.backends.base import Backend, MemoryDraft, SupportsInventory, upsert_parts
 from memrouter.external.backends.split import split_content
 from memrouter.external.sync import state
 
@@ -90,6 +94,7 @@ class SyncReport:
     obsoleted: list[str] = field(default_factory=list)
     renamed: list[tuple[str, str]] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     done: set[str] = field(default_factory=set)
     error: str | None = None
@@ -112,6 +117,7 @@ class SyncReport:
             "obsoleted": len(self.obsoleted),
             "renamed": [list(pair) for pair in self.renamed],
             "recovered": self.recovered,
+            "restored": self.restored,
             "failed": self.failed,
             "error": self.error,
             "duration_ms": round(self.duration_ms, 1),
@@ -172,6 +178,7 @@ class Syncer:
         self.source_repo = source_repo
         self._probes_left = 0  # memories still to look for before creating (no sync state)
         self._adopting = False  # copies were found: look for every memory before creating it
+        self._inventory: dict[str, str] | None = None  # what the backend holds, when it can say
 
     # -- entry points ------------------------------------------------------
     def sync_all(self, *, dry_run: bool = False, force: bool = False) -> SyncReport:
@@ -220,6 +227,12 @@ class Syncer:
         hashes = dict(self._hashes()) if current is None else current
         with self._lock:
             records = self.mapping.records(self.backend.name)
+        try:
+            self._inventory = self._held(records, dry_run)
+        except BackendUnavailable as exc:
+            report.error = str(exc)
+            report.duration_ms = (time.perf_counter() - started) * 1000
+            return report
         self._probes_left = ADOPTION_PROBES if not records and not dry_run else 0
         self._adopting = False
         seen: set[str] = set()
@@ -261,6 +274,35 @@ class Syncer:
         report.duration_ms = (time.perf_counter() - started) * 1000
         return report
 
+    def _held(self, records: Mapping[str, state.SyncRecord], dry_run: bool) -> dict[str, str] | None:
+        """What the backend holds (remote id -> hash), when it ``SupportsInventory`` and anything is mapped."""
+        backend = self.backend
+        if not records or not isinstance(backend, SupportsInventory):
+            return None
+        if dry_run and not backend.available():
+            return None  # a dry run works without the service: it then trusts the mapping
+        try:
+            return backend.inventory()
+        except BackendUnavailable:
+            raise
+        except BackendError as exc:  # the listing failed, the service is there: trust the mapping this time
+            log.warning("%s: cannot list what it holds (%s); trusting the sync mapping", backend.name, exc)
+            return None
+
+    def _lost(self, name: str, records: dict[str, state.SyncRecord]) -> bool:
+        """Whether the backend lost (or holds another version of) ``name``'s copy; its mapping then keeps
+        only the remote ids still there, with no hash, so the memory is sent again."""
+        record = records.get(name)
+        held = self._inventory
+        if held is None or record is None or record.pending is not None or not record.remote_ids:
+            return False
+        present = tuple(rid for rid in record.remote_ids if rid in held)
+        changed = len(present) == 1 == len(record.remote_ids) and held[present[0]] != record.hash
+        if len(present) == len(record.remote_ids) and not changed:
+            return False
+        records[name] = state.SyncRecord(record.backend, name, "", present, record.synced_at)
+        return True
+
     # -- one memory ---------------------------------------------------------
     def _rename(
         self, old: str, new: str, records: dict[str, state.SyncRecord], report: SyncReport, dry_run: bool
@@ -290,6 +332,7 @@ class Syncer:
         reason: str | None,
         known_hash: str | None,
     ) -> None:
+        lost = self._lost(name, records)
         record = records.get(name)
         if not force and record is not None and record.pending is None and record.hash == known_hash:
             report.skipped += 1  # the index says the file still has the synced hash: no need to read it
@@ -311,11 +354,11 @@ class Syncer:
             report.skipped += 1
             return
         creating = record is None or not record.remote_ids
-        if dry_run:
-            (report.created if creating else report.updated).append(name)
-            return
-        records[name] = self._upsert(memory, record, report)
+        if not dry_run:
+            records[name] = self._upsert(memory, record, report)
         (report.created if creating else report.updated).append(name)
+        if lost:
+            report.restored.append(name)
 
     def _upsert(self, memory: Memory, record: state.SyncRecord | None, report: SyncReport) -> state.SyncRecord:
         backend = self.backend

@@ -10,9 +10,9 @@ thousand memories::
     orphaned  a mapping whose memory no longer exists (sync marks it obsolete)
 
 With ``check_remote`` it also fetches every mapped remote id (one ``get``
-per id: slower, and only when the backend is up) and counts a mapped memory
-whose remote copy is gone or obsolete as ``missing``, its ids listed as
-orphaned remote ids.
+per id: slower, and only when the backend is up; one call in all for a backend
+that ``SupportsInventory``) and counts a mapped memory whose remote copy is gone
+or obsolete as ``missing``, its ids listed as orphaned remote ids.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrouter.core.errors import NotFound
-from memrouter.external.backends.base import Backend
+from memrouter.external.backends.base import Backend, SupportsInventory
 from memrouter.external.sync.state import SyncRecord, SyncState
 
 __all__ = ["FreshnessEntry", "FreshnessReport", "memory_state", "validate", "state_of"]
@@ -91,11 +91,12 @@ def validate(
     details: list[FreshnessEntry] = []
     counts = {"in_sync": 0, "stale": 0, "missing": 0, "orphaned": 0}
     gone_remote: list[str] = []
+    held = remote.inventory() if isinstance(remote, SupportsInventory) else None
     for name in sorted(current):
         record = records.get(name)
         state, why = state_of(record, current[name])
         if remote is not None and state != "missing" and record is not None:
-            absent = [rid for rid in record.remote_ids if not _exists(remote, rid)]
+            absent = [rid for rid in record.remote_ids if not _exists(remote, rid, held)]
             if absent:
                 gone_remote += absent
                 state, why = "missing", f"remote id(s) {', '.join(absent)} gone or obsolete"
@@ -131,7 +132,9 @@ def memory_state(mapping: SyncState, backend_name: str, name: str, content_hash:
     return state_of(mapping.record(backend_name, name), content_hash)
 
 
-def _exists(backend: Backend, remote_id: str) -> bool:
+def _exists(backend: Backend, remote_id: str, held: Mapping[str, str] | None) -> bool:
+    if held is not None:
+        return remote_id in held
     try:
         return not backend.get(remote_id).is_obsolete
     except NotFound:
