@@ -15,11 +15,26 @@ lose nothing.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from memrouter.core.lazylog import LazyLogger
+from memrouter.embed import embed_many
 from memrouter.index.sqlite.connection import connect, enable_wal, transaction
+from memrouter.repo.common import shared_folder
 
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from memrouter.embed import Embedder
+
+log = LazyLogger(__name__)
+
+# The file's name in the repository's shared folder (``memrouter.repo.common.shared_folder``).
+SHARED_FILE = "vectors.sqlite"
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors ("
     " model TEXT NOT NULL, text_hash TEXT NOT NULL, dimension INTEGER NOT NULL, vector BLOB NOT NULL,"
@@ -83,3 +98,48 @@ class SharedVectors:
             self.put(model, dimension, fresh)
             found.update(fresh)
         return [found[digest] for digest in hashes]
+
+
+class RepositoryVectors:
+    """The shared vector file of the git repository holding ``top`` (found on first use: one git call), for
+    the dense index: each batch opens it, reads what is there and adds what it embedded. With ``top`` None
+    (or outside a repository, or an unusable file) every text is embedded."""
+
+    def __init__(self, top: Path | None) -> None:
+        self.top = top
+        self._path: Path | None | bool = False  # False: not looked up yet; None: no repository
+
+    def _open(self) -> SharedVectors | None:
+        if self._path is False:
+            folder = shared_folder(self.top) if self.top is not None else None
+            self._path = folder / SHARED_FILE if folder is not None else None
+        if not isinstance(self._path, Path):
+            return None
+        try:
+            return SharedVectors(self._path)
+        except (OSError, sqlite3.Error) as exc:  # sharing saves time; without it this index embeds its own
+            log.info("shared vectors %s unusable (%s); embedding without them", self._path, exc)
+            return None
+
+    def embed(
+        self, model: str, embedder: Embedder, texts: list[str], progress: Callable[[int, int], None] | None = None
+    ) -> NDArray[np.float32]:
+        """The vectors of ``texts`` under ``model`` (one row each): those in the file read, the others embedded
+        by ``embedder`` (``progress`` counts those) and added."""
+        import numpy as np
+
+        def made(some: list[str]) -> NDArray[np.float32]:
+            return embed_many(embedder, some, batch_size=32, progress=progress)
+
+        shared = self._open()
+        if shared is None:
+            return made(texts)
+        dimension = embedder.dimension
+        try:
+            blobs = shared.embed(model, dimension, texts, lambda some: [row.tobytes() for row in made(some)])
+        except sqlite3.Error as exc:  # a damaged shared file costs this batch its reuse, never its vectors
+            log.warning("shared vectors %s: %s; embedding without them", self._path, exc)
+            return made(texts)
+        finally:
+            shared.close()
+        return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(texts), dimension)
