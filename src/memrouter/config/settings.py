@@ -86,7 +86,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "search.recency": ("long_term", "sprint"),
     "embed": ("model", "background", "on_search", "url", "dimension", "key_env", "batch_size", "timeout"),
     "rerank": ("url", "model", "key_env", "timeout"),
-    "index": ("write_wait", "url", "project", "ef_search"),
+    "index": ("write_wait", "url", "project", "ef_search", "shared_vectors"),
     "scratch": ("ttl",),
     "janitor": ("decay", "stale_days", "workflow_idle_days", "unused_days"),
     "anchors": ("infer", "stale_share"),
@@ -151,6 +151,9 @@ class IndexConfig:
     # Candidates pgvector's HNSW search keeps per dense query in that database (``hnsw.ef_search``): more
     # finds more of the true nearest chunks in a large project, and takes longer (``bench_pg_scale.py``).
     ef_search: int = 500  # pgindex.connect.EF_SEARCH
+    # Vectors are kept once for all worktrees of the repository, in ``<git common dir>/memrouter/vectors.sqlite``
+    # (``memrouter.index.sqlite.shared_vectors``): a chunk another worktree embedded is read, not embedded again.
+    shared_vectors: bool = True
 
 
 @record
@@ -446,7 +449,10 @@ def _index_config(section: Any, env: Mapping[str, str]) -> IndexConfig:
     ef_search = section.get("ef_search", IndexConfig().ef_search)
     if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
         raise ConfigError("[index] ef_search must be a whole number from 1 to 1000")
-    return IndexConfig(wait, url, project, ef_search)
+    shared = section.get("shared_vectors", True)
+    if not isinstance(shared, bool):
+        raise ConfigError("[index] shared_vectors must be true or false")
+    return IndexConfig(wait, url, project, ef_search, shared)
 
 
 def _unknown_keys(settings: dict[str, Any]) -> tuple[str, ...]:

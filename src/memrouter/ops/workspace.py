@@ -70,6 +70,7 @@ class Workspace:
             self.store, config.index_path, self.lock, embedder=config.embedder, write_wait=config.index.write_wait,
             refresh_interval=config.search.refresh_interval, watch=watch, folder_share=config.search.folder_context,
             tokens=config.search.rerank and config.rerank_endpoint is None, embedder_options=config.embedder_options,
+            shared_from=config.project_dir if config.index.shared_vectors else None,
         )  # fmt: skip
         local = SqliteReader(self.index)
         self.reader: IndexReader = local

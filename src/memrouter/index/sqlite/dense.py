@@ -9,6 +9,9 @@ are never searched: they wait for ``memrouter index --reembed``. With
 ``tokens`` on (``[search] rerank``), each chunk's word-piece vectors are
 stored beside it from the same forward pass (``memrouter.index.sqlite.token_vectors``).
 
+A repository's worktrees share chunk vectors (not token vectors) through
+``memrouter.index.sqlite.shared_vectors``: a text one embedded, the others read.
+
 For search, the current vectors are gathered once per index generation into
 one matrix, kept as a memory-mapped ``.npy`` file beside the index (a new
 process maps it instead of reading every blob), and searched exactly (one
@@ -27,7 +30,7 @@ from memrouter import embed as embedding
 from memrouter.core.errors import ConfigError, MemoryRouterError
 from memrouter.core.lazylog import LazyLogger
 from memrouter.core.model import Filters
-from memrouter.embed import batches_by_length, embed, embed_many
+from memrouter.embed import batches_by_length, embed
 from memrouter.embed.weights import unavailable
 from memrouter.index.chunking import chunk_markdown
 from memrouter.index.fusion import Ranked
@@ -46,6 +49,7 @@ from memrouter.index.sqlite.dense_status import (
 )
 from memrouter.index.sqlite.filters import filter_sql
 from memrouter.index.sqlite.lexical import Allowed
+from memrouter.index.sqlite.shared_vectors import RepositoryVectors
 from memrouter.index.sqlite.token_vectors import TokenFilter, pack
 
 if TYPE_CHECKING:
@@ -83,10 +87,13 @@ class DenseIndex:
         embedder_factory: Callable[[], Embedder] | None = None,
         tokens: bool = False,
         options: dict[str, Any] | None = None,
+        shared_from: Path | None = None,
     ) -> None:
         """``tokens``: also keep each chunk's word-piece vectors, for the reranker (``memrouter.index.sqlite.rerank``);
-        ``options``: what ``get_embedder(embedder_name, **options)`` is given (an endpoint's url and model)."""
+        ``options``: what ``get_embedder(embedder_name, **options)`` is given (an endpoint's url and model);
+        ``shared_from``: a folder of a git repository whose worktrees share vectors (None: no sharing)."""
         self.options = dict(options or {})
+        self._shared = RepositoryVectors(shared_from)
         # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
@@ -279,7 +286,7 @@ class DenseIndex:
         if not texts:
             return None
         if not self.tokens:
-            return Embedded(embed_many(self.embedder, texts, batch_size=32, progress=progress))
+            return Embedded(self._shared.embed(self.model_id, self.embedder, texts, progress))
         import numpy as np
 
         vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)

@@ -77,9 +77,12 @@ class IndexKeeper:
         folder_share: float = FOLDER_SHARE,
         tokens: bool = False,
         embedder_options: dict[str, Any] | None = None,
+        shared_from: Path | None = None,
     ) -> None:
         """``embedder_options``: what the embedder registered as ``embedder`` is made with (an endpoint's
-        url and model, ``memrouter.embed.endpoint``)."""
+        url and model, ``memrouter.embed.endpoint``); ``shared_from``: a folder of the git repository whose
+        worktrees share vectors (``DenseIndex``; None: this index embeds alone)."""
+        self.shared_from = shared_from
         self.store = store
         self.embedder_options = dict(embedder_options or {})
         self.folder_share = folder_share
@@ -129,7 +132,10 @@ class IndexKeeper:
 
                 # An index in memory has its own generations: it must not share the file caches.
                 cache = None if self.file.in_memory else self.index_path.parent
-                self._dense = DenseIndex(cache, self.embedder_name, tokens=self.tokens, options=self.embedder_options)
+                shared = None if self.file.in_memory else self.shared_from
+                self._dense = DenseIndex(
+                    cache, self.embedder_name, tokens=self.tokens, options=self.embedder_options, shared_from=shared
+                )
             return self._dense
 
     def graph_view(self) -> GraphView:
