@@ -1,22 +1,14 @@
 """Dense retrieval: chunk embeddings in the index, searched by cosine similarity.
 
-Each memory is cut into chunks along its markdown structure; each chunk's
-embedding is stored as a float32 blob tagged with the embedder's model id and
-dimension, and with the content hash of the memory it was cut from. A memory
-needs (re-)embedding when it has no chunks for its current hash and the
-current model, so refresh only embeds what changed. Vectors of another model
-are never searched: they wait for ``memrouter index --reembed``. With
-``tokens`` on (``[search] rerank``), each chunk's word-piece vectors are
-stored beside it from the same forward pass (``memrouter.index.sqlite.token_vectors``).
+Each memory is cut into chunks along its markdown structure; each chunk's embedding is stored as a float32 blob
+tagged with the embedder's model id and dimension and the hash of the memory it was cut from. A memory needs
+embedding when it has no chunks for its current hash and model, so refresh embeds only what changed; vectors of
+another model wait for ``memrouter index --reembed``. With ``tokens`` (``[search] rerank``) each chunk's word-piece
+vectors are stored too (``token_vectors``). A repository's worktrees share chunk vectors (``shared_vectors``).
 
-A repository's worktrees share chunk vectors (not token vectors) through
-``memrouter.index.sqlite.shared_vectors``: a text one embedded, the others read.
-
-For search, the current vectors are gathered once per index generation into
-one matrix, kept as a memory-mapped ``.npy`` file beside the index (a new
-process maps it instead of reading every blob), and searched exactly (one
-matrix product) or, above a size threshold, through an HNSW graph. A memory's
-dense score is its best chunk; the hit says which chunk.
+For search, the current vectors are gathered once per index generation into one matrix, kept as a memory-mapped
+``.npy`` file beside the index, and searched exactly or, above a size threshold, through an HNSW graph. A
+memory's dense score is its best chunk; the hit says which chunk.
 """
 
 from __future__ import annotations
