@@ -96,7 +96,7 @@ def run_search(request: SearchRequest) -> int:
     if request.fmt == "json":
         import json
 
-        shown = hits if request.weak else [hit for hit in hits if not hit.weak]
+        shown = shown_hits(hits, request.weak)
         data = {"query": request.query, "mode": mode, "took_ms": took, "results": [hit.to_dict() for hit in shown]}
         if len(shown) < len(hits):
             data["weak_left_out"] = len(hits) - len(shown)
@@ -157,15 +157,15 @@ def format_hits(
 ) -> str:
     """The text form for people: rank, name, origin, relevance (0-1; the score for a hit the index does not
     hold) and title; the snippet without markdown markup (the words that matched in bold when ``emphasis``, on
-    a terminal); and why it was found. Hits below the relevance floor are left out and counted unless ``weak``
-    (then marked); "no good match" when none passes."""
+    a terminal); and why it was found. Hits below the relevance floor are left out and counted (``shown_hits``)
+    and marked when shown; "no good match" when none passes."""
     if not hits:
         return "no memories matched"
     good = [hit for hit in hits if not hit.weak]
-    shown = hits if weak else good
+    shown = shown_hits(hits, weak)
     lines = []
     if not good:
-        lines.append(f"no good match for {query!r}" if query else "no good match")
+        lines.append(f"no good match for {query!r}; the closest, all below the relevance floor:")
     for rank, hit in enumerate(shown, 1):
         origin = "" if hit.source == "canonical" else f" [{hit.source}]"
         marked = f" [{hit.validity}]" if getattr(hit, "validity", None) else ""
@@ -182,6 +182,14 @@ def format_hits(
         what = "match" if left_out == 1 else "matches"
         lines.append(f"({left_out} weak {what} below the relevance floor left out; --weak shows them)")
     return "\n".join(lines)
+
+
+def shown_hits(hits: Sequence[Any], weak: bool) -> list[Any]:
+    """The hits a person sees: those above the relevance floor, or every one with ``weak``, or, when none is
+    above it, every one (marked weak under "no good match"): a right answer worded apart from the question is
+    never hidden behind "nothing found"."""
+    good = [hit for hit in hits if not hit.weak]
+    return list(hits) if weak or not good else good
 
 
 # What each retriever is called in the text form.

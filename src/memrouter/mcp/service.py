@@ -106,12 +106,16 @@ class MemoryService:
             as_of=as_of,
         )
         retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})  # the weak hits' too
-        weak = sum(hit.weak for hit in hits)
-        hits = [hit for hit in hits if not hit.weak]  # below the relevance floor: an agent's context is worth more
+        good = [hit for hit in hits if not hit.weak]
+        # Below the relevance floor: left out when better ones came (an agent's context is worth more), kept and
+        # marked when none did (a right answer worded apart from the question is not hidden).
+        weak = len(hits) - len(good) if good else 0
+        hits = good or hits
         results = []
         for hit in hits:
             item = hit.to_dict()
-            item.pop("weak", None)
+            if not item.get("weak"):
+                item.pop("weak", None)
             item.pop("path", None)
             item.pop("hash", None)
             item["score"] = round(hit.score, 4)
@@ -124,6 +128,8 @@ class MemoryService:
         }  # fmt: skip
         if weak:
             found["weak_left_out"] = weak
+        elif hits and not good:
+            found["no_good_match"] = "every hit is below the relevance floor: check before relying on one"
         if choice is not None and choice.notice is not None:  # the agent is told when meaning was left out
             found["notice"] = choice.notice
         return found
