@@ -156,7 +156,7 @@ def check_installed(venv: Path, workdir: Path) -> None:
 
     found = run([memrouter_bin, "search", "readers while a writer writes", "--mode", "lexical"], cwd=project, env=env)
     assert found.splitlines()[0].startswith(" 1. adr/sqlite-index  "), found
-    assert found.splitlines()[0].endswith(")  Keep the index in SQLite"), found
+    assert found.splitlines()[0].endswith("  Keep the index in SQLite"), found
     answer = json.loads(
         run(
             [memrouter_bin, "search", "quarantine flaky", "--mode", "lexical", "--format", "json"], cwd=project, env=env
