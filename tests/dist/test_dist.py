@@ -8,6 +8,7 @@ lexically and with the model.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from release import (
@@ -43,8 +44,16 @@ def test_the_wheel_installs_with_its_dependencies(tmp_path: Path) -> None:
         == "None\n"
     )
     found = run(
-        [venv / "bin" / "memrouter", "search", "which database holds the index", "--mode", "semantic"],
+        [
+            venv / "bin" / "memrouter",
+            "search",
+            "which database holds the index",
+            "--mode",
+            "semantic",
+            "--format",
+            "json",
+        ],
         cwd=project,
         env=env,
     )
-    assert found.splitlines()[0].startswith(" 1. adr/sqlite-index  "), found
+    assert json.loads(found)["results"][0]["name"] == "adr/sqlite-index", found  # ranked first, however relevant
