@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from memrouter.core.lazylog import LazyLogger
 from memrouter.embed import embed_many
 from memrouter.index.sqlite.connection import connect, enable_wal, transaction
-from memrouter.repo.common import shared_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -111,6 +110,8 @@ class RepositoryVectors:
 
     def _open(self) -> SharedVectors | None:
         if self._path is False:
+            from memrouter.repo.common import shared_folder  # git, only once something is embedded
+
             folder = shared_folder(self.top) if self.top is not None else None
             self._path = folder / SHARED_FILE if folder is not None else None
         if not isinstance(self._path, Path):
