@@ -42,50 +42,34 @@ status=0
 echo "interop: Forgetful (real), embed-serve, claude-flow (real), Hindsight (real) and Serena (real) parity" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
 
-echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
-GRAPHITI_PY="$INTEROP_WORK/graphiti-venv/bin/python"
-if [[ -f "$INTEROP_WORK/missing-graphiti" || ! -x "$GRAPHITI_PY" ]]; then
-    echo "interop: *** the Graphiti tests cannot run: $(cat "$INTEROP_WORK/missing-graphiti" 2>/dev/null || echo "no $GRAPHITI_PY") ***" >&2
-    status=1
-else
-    out="$(GRAPHITI_TELEMETRY_ENABLED=false "$GRAPHITI_PY" -m pytest -c interop/graphiti/pytest.ini \
-        --rootdir interop/graphiti -q -rs interop/graphiti 2>&1)" || status=1
+# suite_in_venv VENV SUITE WHAT [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV, with those
+# variables set. A note from the setup (missing-SUITE), a missing venv or any skipped test fails the run.
+suite_in_venv() {
+    local venv="$1" suite="$2" what="$3" py out
+    shift 3
+    py="$INTEROP_WORK/$venv/bin/python"
+    if [[ -f "$INTEROP_WORK/missing-$suite" || ! -x "$py" ]]; then
+        echo "interop: *** $what cannot run: $(cat "$INTEROP_WORK/missing-$suite" 2>/dev/null || echo "no $py") ***" >&2
+        status=1
+        return
+    fi
+    out="$(env "$@" "$py" -m pytest -c "interop/$suite/pytest.ini" --rootdir "interop/$suite" -q -rs \
+        "interop/$suite" 2>&1)" || status=1
     echo "$out"
     if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
-        echo "interop: Graphiti tests were skipped: skipped is never passed" >&2
+        echo "interop: $what were skipped: skipped is never passed" >&2
         status=1
     fi
-fi
+}
+
+echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
+suite_in_venv graphiti-venv graphiti "the Graphiti tests" GRAPHITI_TELEMETRY_ENABLED=false
 
 echo "interop: the sentence-transformers runtime (torch) against the golden vectors, in its own venv" >&2
-SBERT_PY="$INTEROP_WORK/sbert-venv/bin/python"
-if [[ -f "$INTEROP_WORK/missing-sbert" || ! -x "$SBERT_PY" ]]; then
-    echo "interop: *** the sentence-transformers test cannot run: $(cat "$INTEROP_WORK/missing-sbert" 2>/dev/null || echo "no $SBERT_PY") ***" >&2
-    status=1
-else
-    out="$(HF_HUB_OFFLINE=1 "$SBERT_PY" -m pytest -c interop/sbert/pytest.ini --rootdir interop/sbert -q -rs \
-        interop/sbert 2>&1)" || status=1
-    echo "$out"
-    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
-        echo "interop: the sentence-transformers test was skipped: skipped is never passed" >&2
-        status=1
-    fi
-fi
+suite_in_venv sbert-venv sbert "the sentence-transformers tests" HF_HUB_OFFLINE=1
 
 echo "interop: Pixeltable (real, in-process on its own PostgreSQL) in its Python 3.11 venv" >&2
-PIXELTABLE_PY="$INTEROP_WORK/pixeltable-venv/bin/python"
-if [[ -f "$INTEROP_WORK/missing-pixeltable" || ! -x "$PIXELTABLE_PY" ]]; then
-    echo "interop: *** the Pixeltable tests cannot run: $(cat "$INTEROP_WORK/missing-pixeltable" 2>/dev/null || echo "no $PIXELTABLE_PY") ***" >&2
-    status=1
-else
-    out="$("$PIXELTABLE_PY" -m pytest -c interop/pixeltable/pytest.ini --rootdir interop/pixeltable -q -rs \
-        interop/pixeltable 2>&1)" || status=1
-    echo "$out"
-    if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
-        echo "interop: Pixeltable tests were skipped: skipped is never passed" >&2
-        status=1
-    fi
-fi
+suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests"
 
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status
