@@ -20,6 +20,7 @@ Copies the corpus into a temporary git project and measures in one process:
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -113,8 +114,9 @@ def main() -> None:
             backend = router.backend(args.store)
             queries = rare_words(sorted(root.rglob("*.md")), args.queries)
             backend.search(queries[0], LIMIT)
-            print(f"{len(queries)} rare-word queries x 2, limit {LIMIT} (a loaded 2-core machine: compare the rows,"
-                  " not the absolute values)")  # fmt: skip
+            load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+            print(f"{len(queries)} rare-word queries x 2, limit {LIMIT}; load average {load}"
+                  " (compare the rows of one run when it is high)")  # fmt: skip
             show_latency(
                 "augmenter alone (the backend's search)", timed_queries(lambda q: backend.search(q, LIMIT), queries)
             )
