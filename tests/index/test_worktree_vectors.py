@@ -89,7 +89,7 @@ WORKER = textwrap.dedent(
     import sys
     from pathlib import Path
     from memrouter.testing.counting_embedder import counted_router
-    with counted_router(Path(sys.argv[1]), Path(sys.argv[2])) as router:
+    with counted_router(Path(sys.argv[1]), Path(sys.argv[2]), seconds_per_text=0.005) as router:
         router.refresh(embed=True)
     """
 )
