@@ -75,6 +75,7 @@ def test_a_field_one_side_removed_goes_and_a_status_nobody_knows_follows_the_fie
     [
         (memory("a: 1\n"), memory("a: [1\n"), memory("a: 1\n"), "ours: invalid YAML"),
         (memory("a: 1\n"), memory("a: 1\n"), memory("- a\n"), "theirs: front matter is not a mapping"),
+        (memory("a: 1\n"), b"---\na: 2\nline 1\n", memory("a: 1\n"), "ours: the front matter block is not closed"),
         (b"plain\n", b"plain\nours\n", b"plain\n", "no front matter"),
         (b"\xff\n", b"\xff\nours\n", b"\xff\n", "not UTF-8 text"),
     ],

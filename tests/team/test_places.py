@@ -79,6 +79,11 @@ def test_a_worktree_that_is_not_a_checkout_is_refused_and_nothing_is_registered(
     # a worktree removed by hand: its folder is gone, so an agent there cannot say it works there
     subprocess.run(["rm", "-rf", str(feature)], check=True)
     assert memrouter(project, shared, "team", "register", "eve", "--worktree", str(feature)).returncode == 2
+    # a repository with no commit yet: its branch is the one HEAD names
+    empty, _ = git_project(tmp_path / "empty")
+    done = memrouter(empty, shared, "team", "register", "eve", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert (json.loads(done.stdout)["branch"], json.loads(done.stdout)["worktree"]) == ("main", str(empty))
 
 
 async def _call(client: Any, tool: str, **arguments: Any) -> Any:

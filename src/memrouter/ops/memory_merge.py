@@ -14,9 +14,9 @@ ours (where the result goes) and theirs. ``merge_memory`` merges:
 
 A field a side did not change keeps that side's exact text. Input that is not
 a memory with readable front matter (broken YAML, front matter that is not a
-mapping, text that is not UTF-8, no front matter on any side) gets git's plain
-3-way merge of the whole file, with markers where the sides disagree: a side
-is never lost.
+mapping, a block that is not closed, text that is not UTF-8, no front matter
+on any side) gets git's plain 3-way merge of the whole file, with markers
+where the sides disagree: a side is never lost.
 """
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes) -> MergeOutcome:
     except UnicodeDecodeError:
         return _plain(base, ours, theirs, "not UTF-8 text")
     parsed = [frontmatter.parse(text) for text in texts]
-    for side, matter in zip(("base", "ours", "theirs"), parsed, strict=True):
-        if matter.problem is not None:
-            return _plain(base, ours, theirs, f"{side}: {matter.problem}")
+    for side, text, matter in zip(("base", "ours", "theirs"), texts, parsed, strict=True):
+        problem = matter.problem or _unclosed(text)
+        if problem is not None:
+            return _plain(base, ours, theirs, f"{side}: {problem}")
     if all(matter.raw is None for matter in parsed):
         return _plain(base, ours, theirs, "no front matter")
     block, conflicts = _merge_fields(*parsed)
@@ -78,6 +79,12 @@ def merge_memory(base: bytes, ours: bytes, theirs: bytes) -> MergeOutcome:
     opening, closing = _delimiters(texts[1]) if parsed[1].raw is not None else ("---\n", "---\n")
     data = opening.encode("utf-8") + block.encode("utf-8") + closing.encode("utf-8") + body.data
     return MergeOutcome(data, tuple(conflicts), body.conflicts)
+
+
+def _unclosed(text: str) -> str | None:
+    """What is wrong with a text that opens a front matter block and never closes it."""
+    opens = text.split("\n", 1)[0].rstrip("\r \t") == "---"
+    return "the front matter block is not closed" if opens and frontmatter.locate(text) is None else None
 
 
 def _delimiters(text: str) -> tuple[str, str]:
