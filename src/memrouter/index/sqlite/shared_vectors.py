@@ -9,12 +9,13 @@ own index (which files it has); only derived vectors are shared.
 Two processes that miss the same text at once would both embed it, so a text
 is claimed first: in one ``BEGIN IMMEDIATE`` a process reads which of its
 missing texts gained a vector meanwhile, and takes a claim row (its host, pid,
-a token of its own and the time) on each of the others that nobody holds. It
-embeds what it claimed, in batches, each batch's vectors stored and its claims
-dropped in one transaction (the claims left renewed). The texts another
-process holds it waits for, polling with a growing pause, and takes over a
-claim that went stale: its owner's process is gone (same host), or it was not
-renewed for ``claim_stale`` seconds. A process that fails drops its claims.
+a token of its own and the time) on a batch of the others that nobody holds.
+It embeds that batch, stores its vectors and drops its claims in one
+transaction, then claims the next batch, so processes missing the same texts
+share the work. When every text it still lacks is held by others it waits,
+polling with a growing pause, and takes over a claim that went stale: its
+owner's process is gone (same host), or it is older than ``claim_stale``
+seconds. A process whose embedding fails drops its claims.
 After ``wait_limit`` seconds of waiting a process embeds what is still
 missing itself: sharing saves time, it never holds an index back for long.
 
@@ -27,6 +28,7 @@ lose nothing.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sqlite3
 import time
@@ -59,9 +61,9 @@ CLAIMS = (
     " model TEXT NOT NULL, text_hash TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, token TEXT NOT NULL,"
     " claimed_at REAL NOT NULL, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
 )
-CLAIM_STALE = 600.0  # seconds a claim lives without renewal (its owner renews it with each batch it stores)
+CLAIM_STALE = 600.0  # seconds after which a claim is taken over even if its process still runs
 WAIT_LIMIT = 600.0  # seconds a process waits for vectors others embed before it embeds them itself
-CLAIM_BATCH = 256  # texts embedded between two stores (and claim renewals)
+CLAIM_BATCH = 256  # texts a process claims, embeds and stores at a time
 FIRST_PAUSE, LONGEST_PAUSE = 0.02, 0.5  # the poll's pause, growing by half each time
 
 
@@ -164,8 +166,9 @@ class SharedVectors:
         return [found[digest] for digest in hashes]
 
     def _claim(self, model: str, missing: dict[str, str]) -> tuple[dict[str, bytes], list[str]]:
-        """In one transaction: the vectors of ``missing`` stored meanwhile, and the others this object now claims
-        (none held them, or their claim was stale); the rest another process is embedding."""
+        """In one transaction: the vectors of ``missing`` stored meanwhile, and up to ``CLAIM_BATCH`` others this
+        object now claims (none held them, or their claim was stale); the rest another process is embedding or
+        this one claims next."""
         now = time.time()
         arrived: dict[str, bytes] = {}
         held: dict[str, tuple[str, int, float]] = {}
@@ -181,7 +184,8 @@ class SharedVectors:
                     [model, *part],
                 )
                 held.update((row[0], (row[1], row[2], row[3])) for row in rows if row[4] != self.token)
-            mine = [digest for digest in missing if digest not in arrived and not self._live(held.get(digest), now)]
+            free = (digest for digest in missing if digest not in arrived and not self._live(held.get(digest), now))
+            mine = list(itertools.islice(free, CLAIM_BATCH))  # a batch at a time: processes share the work
             self._conn.executemany(
                 "INSERT OR REPLACE INTO claims (model, text_hash, host, pid, token, claimed_at) VALUES (?, ?, ?, ?, ?, ?)",
                 [(model, digest, self.host, os.getpid(), self.token, now) for digest in mine],
@@ -189,7 +193,8 @@ class SharedVectors:
         return arrived, mine
 
     def _live(self, claim: tuple[str, int, float] | None, now: float) -> bool:
-        """Whether a claim (host, pid, time) holds: renewed lately, by a process that runs if it is on this host."""
+        """Whether a claim (host, pid, time) holds: younger than ``claim_stale``, by a process that runs if it is
+        on this host."""
         if claim is None:
             return False
         host, pid, claimed_at = claim
@@ -198,24 +203,17 @@ class SharedVectors:
     def _embed_claimed(
         self, model: str, dimension: int, claimed: dict[str, str], embed_missing: Callable[[list[str]], list[bytes]]
     ) -> dict[str, bytes]:
-        """Embed the texts this object claimed, batch by batch: each batch's vectors stored and its claims dropped
-        (the others renewed) in one transaction; on a failure the claims left are dropped."""
-        made: dict[str, bytes] = {}
-        pending = list(claimed)
+        """Embed the texts this object claimed, store their vectors and drop their claims in one transaction; on a
+        failure the claims are dropped, so nobody waits for them."""
         try:
-            while pending:
-                batch = pending[:CLAIM_BATCH]
-                fresh = dict(zip(batch, embed_missing([claimed[digest] for digest in batch]), strict=True))
-                with transaction(self._conn):
-                    self._store(model, dimension, fresh)
-                    self._release(model, batch)
-                    self._conn.execute("UPDATE claims SET claimed_at = ? WHERE token = ?", (time.time(), self.token))
-                del pending[: len(batch)]
-                made.update(fresh)
+            made = dict(zip(claimed, embed_missing(list(claimed.values())), strict=True))
+            with transaction(self._conn):
+                self._store(model, dimension, made)
+                self._release(model, list(claimed))
         except BaseException:
             try:
                 with transaction(self._conn):
-                    self._release(model, pending)
+                    self._release(model, list(claimed))
             except sqlite3.Error as exc:  # the claims go stale instead; the error being raised says more
                 log.info("could not drop the claims of %s: %s", self.path, exc)
             raise
