@@ -70,8 +70,8 @@ def each_sees_the_others(worktrees: list[Path]) -> None:
             if other == me:
                 continue
             done = subprocess.run(
-                [sys.executable, "-m", "memrouter", "search", f"cache{other}x0", "--branches", "local",
-                 "--format", "json"], cwd=worktree, capture_output=True, text=True, timeout=120,
+                [sys.executable, "-m", "memrouter", "search", f"cache{other}x0", "--branches", "local", "--mode",
+                 "lexical", "--format", "json"], cwd=worktree, capture_output=True, text=True, timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
             assert f'"agent-{other}/fact-0"' in done.stdout, (me, other, done.stdout[:500])

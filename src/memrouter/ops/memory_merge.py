@@ -129,9 +129,9 @@ def _merge_fields(
             )
         elif merged[0] is _ABSENT:
             continue
-        elif key in our_chunks and ours.data[key] == merged[0]:
+        elif key in our_chunks and ours.data.get(key, _ABSENT) == merged[0]:
             out.append(our_chunks[key])
-        elif key in their_chunks and theirs.data[key] == merged[0]:
+        elif key in their_chunks and theirs.data.get(key, _ABSENT) == merged[0]:
             out.append(their_chunks[key])
         else:
             out.append(frontmatter.render_value(key, merged[0]))
