@@ -107,5 +107,5 @@ def test_eight_agents_in_eight_worktrees_lose_nothing_and_embed_each_text_once(t
     assert len(memories) >= len(SAMPLE) + AGENTS * SAVES  # one chunk at least for each memory
     assert set(memories.values()) == {1}, sorted(memories.values())[-5:]
 
-    # Enable when `search --branches local` is on main (issue 38, branch br-read):
+    # Enable when `search --branches local` is on main (issue 38, branch br-read; it passes with br-read's 2bfc652):
     # each_sees_the_others(worktrees)
