@@ -188,12 +188,16 @@ def test_reject_needs_a_reason_and_a_stale_hash_conflicts(client: TestClient, ro
 
 def test_team_board_and_its_live_fragment(client: TestClient, router: Router) -> None:
     team = router.team()
-    team.register("builder", capabilities=["python"])
+    team.register("builder", capabilities=["python"], branch="feat-parser", worktree="/src/wt-parser")
+    team.register("reviewer")
     task = team.task_add("Write the parser")
     team.task_claim("builder", lease_seconds=300)
+    team.handoff("builder", "reviewer", {"next": "review"})
     page = client.get("/team")
     assert 'data-events="/team/events"' in page.text and 'data-live="/team/live"' in page.text
     assert "builder" in page.text and "Write the parser" in page.text
+    assert "branch feat-parser" in page.text and "/src/wt-parser" in page.text  # where it works
+    assert "from branch feat-parser" in page.text  # the handoff says where the work is
     fragment = client.get("/team/live")
     assert "<html" not in fragment.text and task.id in fragment.text and "left" in fragment.text
 

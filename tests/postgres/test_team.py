@@ -18,6 +18,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from team.test_state_machines import (
+    test_an_agent_says_where_it_works_and_its_handoffs_carry_that,
     test_an_expired_lease_returns_the_task_and_counts_an_attempt,
     test_bad_input_is_refused_and_changes_nothing,
     test_claim_a_named_task,
@@ -40,6 +41,7 @@ from memrouter.testing.servers import free_port
 from memrouter.testing.team_workload import claim_until_empty, increment_counter, run_processes
 
 __all__ = [
+    "test_an_agent_says_where_it_works_and_its_handoffs_carry_that",
     "test_an_expired_lease_returns_the_task_and_counts_an_attempt", "test_bad_input_is_refused_and_changes_nothing",
     "test_claims_follow_priority_dependencies_and_capabilities", "test_compare_and_set_and_ttl",
     "test_failures_retry_then_park_and_stale_agents_lose_their_leases", "test_handoff_state_machine",

@@ -102,6 +102,25 @@ def test_handoff_state_machine(team: Team, clock: ManualClock) -> None:
         team.handoff("alice", "bob", {})
 
 
+def test_an_agent_says_where_it_works_and_its_handoffs_carry_that(team: Team) -> None:
+    team.register("alice", branch="feat-x", worktree="/work/repo-feat-x")
+    team.register("bob")
+    roster = {entry.agent.id: entry.agent.to_dict() for entry in team.get_team_state().agents}
+    assert (roster["bob"]["branch"], roster["bob"]["worktree"]) == (None, None)
+    assert roster["alice"]["branch"] == "feat-x" and roster["alice"]["worktree"] == "/work/repo-feat-x"
+    offer = team.handoff("alice", "bob", {"next": "finish the parser"})
+    assert (offer.branch, offer.worktree) == ("feat-x", "/work/repo-feat-x")
+    team.register("alice", branch="fix-y", worktree="/work/repo-fix-y")  # registering again says where it is now
+    assert team.pending_handoffs("bob")[0].branch == "feat-x"  # the handoff keeps where the work was handed off
+    assert team.handoff_accept(offer.id, "bob").worktree == "/work/repo-feat-x"
+    assert team.get_team_state("alice").agents[0].agent.branch == "fix-y"
+    for bad in ({"branch": "a\x00b"}, {"worktree": "x" * 5000}, {"branch": 3}):
+        with pytest.raises(InvalidInput):
+            team.register("carol", **bad)  # type: ignore[arg-type]
+    with pytest.raises(NotFound):
+        team.get_team_state("carol")
+
+
 def test_reservations_conflict_expire_and_release(team: Team, clock: ManualClock) -> None:
     team.register("alice")
     team.register("bob")

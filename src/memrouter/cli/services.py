@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -145,24 +146,68 @@ def validate(state: State, backend: str | None, check_remote: bool, fmt: str) ->
 
 
 @click.command()
-@click.argument("action", type=click.Choice(["install", "uninstall"]))
+@click.argument("action", type=click.Choice(["install", "uninstall"]), required=False)
+@click.option(
+    "--only",
+    type=click.Choice(["pre-commit", "merge-driver"]),
+    default=None,
+    help="Install or remove only the pre-commit hook, or only the merge driver for memory files (default: both).",
+)
+@click.option(
+    "--merge-driver",
+    "merge_files",
+    nargs=4,
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="BASE OURS THEIRS PATH",
+    help="Run as git's merge driver (%O %A %B %P): merge a memory file, write the result over OURS; "
+    "exit 1 when conflicts are left.",
+)
 @FORMAT
 @pass_state
 @handle_errors
-def hook(state: State, action: str, fmt: str) -> None:
-    """Install or remove the git pre-commit hook that queues memory changes for sync."""
+def hook(state: State, action: str | None, only: str | None, merge_files: tuple[str, ...] | None, fmt: str) -> None:
+    """Install or remove memrouter's git hooks: the pre-commit hook that queues memory changes for sync, and the
+    merge driver that merges memory files field by field (`.gitattributes` and the repository's git config)."""
     from pathlib import Path
+
+    if merge_files:
+        if action is not None or only is not None:
+            raise click.UsageError("--merge-driver takes no ACTION and no --only")
+        from memrouter.ops.memory_merge import run_merge_driver
+
+        base, ours, theirs, path = merge_files
+        outcome = run_merge_driver(Path(base), Path(ours), Path(theirs))
+        if outcome.plain_reason is not None:
+            click.echo(f"memrouter: {path}: merged as plain text ({outcome.plain_reason})", err=True)
+        if outcome.field_conflicts:
+            click.echo(f"memrouter: {path}: both sides changed {', '.join(outcome.field_conflicts)}", err=True)
+        if not outcome.clean:
+            sys.exit(1)
+        return
+    if action is None:
+        raise click.UsageError("say install or uninstall (or run as git's merge driver with --merge-driver)")
 
     from memrouter.config.settings import Config
     from memrouter.external.sync.hook import install_hook, uninstall_hook
     from memrouter.external.sync.queue import QUEUE_FILE
+    from memrouter.ops.merge_setup import install_merge_driver, uninstall_merge_driver
 
     config = Config.load(root=state.root, index_dir=state.index_dir)
-    if action == "install":
-        result = install_hook(Path(config.root), Path(config.index_dir) / QUEUE_FILE)
-    else:
-        result = uninstall_hook(Path(config.root))
-    emit(fmt, result.to_dict(), lambda: f"{result.action}: {result.hook}")
+    root = Path(config.root)
+    data: dict[str, Any] = {}
+    lines: list[str] = []
+    if only != "merge-driver":
+        result = (
+            install_hook(root, Path(config.index_dir) / QUEUE_FILE) if action == "install" else uninstall_hook(root)
+        )
+        data.update(result.to_dict())
+        lines.append(f"{result.action}: {result.hook}")
+    if only != "pre-commit":
+        setup = install_merge_driver(root) if action == "install" else uninstall_merge_driver(root)
+        data["merge_driver"] = setup.to_dict()
+        lines.append(f"merge driver {setup.action}: {setup.attributes} ({setup.pattern})")
+    emit(fmt, data, lambda: "\n".join(lines))
 
 
 @click.command(name="embed-serve")

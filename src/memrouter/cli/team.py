@@ -69,7 +69,7 @@ def status(state: State, agent: str | None, fmt: str) -> None:
             paths = sum(len(r["paths"]) for r in entry["reservations"])
             lines.append(
                 f"{a['id']:<16} {status_text:<8} {len(entry['claims']):>6} {paths:>5} "
-                f"{len(entry['pending_handoffs']):>8}  {a['message'] or ''}"
+                f"{len(entry['pending_handoffs']):>8}  {a['message'] or ''}{where(a)}"
             )
         lines.append("tasks: " + ", ".join(f"{n} {s}" for s, n in data["tasks"].items()))
         if board is not None:
@@ -86,16 +86,40 @@ def status(state: State, agent: str | None, fmt: str) -> None:
 @click.option("--capability", "capabilities", multiple=True, help="A capability (repeatable).")
 @click.option("--workflow", default=None, help="The workflow this agent works in.")
 @click.option("--ttl", type=float, default=600.0, show_default=True, help="Seconds without a heartbeat before stale.")
+@click.option(
+    "--worktree",
+    default=None,
+    metavar="DIR",
+    help="A folder of the agent's git checkout: its branch and worktree are recorded (default: this project's).",
+)
 @FORMAT
 @pass_state
 @handle_errors
 def register(
-    state: State, agent_id: str, capabilities: tuple[str, ...], workflow: str | None, ttl: float, fmt: str
-) -> None:
-    """Register an agent (again: its capabilities are replaced)."""
-    with _team(state) as channel:
-        data = channel.register(agent_id, capabilities, workflow, ttl=ttl).to_dict()
-    emit(fmt, data, lambda: f"registered {data['id']}")
+    state: State, agent_id: str, capabilities: tuple[str, ...], workflow: str | None, ttl: float,
+    worktree: str | None, fmt: str,
+) -> None:  # fmt: skip
+    """Register an agent (again: its capabilities are replaced), with the branch and worktree it works in."""
+    from memrouter.config.settings import Config
+    from memrouter.repo.common import checkout_place_of
+    from memrouter.team import Team
+
+    config = Config.load(root=state.root, index_dir=state.index_dir)
+    place = checkout_place_of(worktree, config.project_dir or config.root)
+    with Team.for_config(config) as channel:
+        data = channel.register(
+            agent_id, capabilities, workflow, ttl=ttl, branch=place.branch if place else None,
+            worktree=str(place.worktree) if place else None,
+        ).to_dict()  # fmt: skip
+    emit(fmt, data, lambda: f"registered {data['id']}{where(data)}")
+
+
+def where(record: dict[str, Any]) -> str:
+    """`` (branch B, worktree W)`` for an agent or a handoff that says where it works, else nothing."""
+    parts = [f"branch {record['branch']}" if record.get("branch") else "",
+             f"worktree {record['worktree']}" if record.get("worktree") else ""]  # fmt: skip
+    said = ", ".join(part for part in parts if part)
+    return f" ({said})" if said else ""
 
 
 @team.command()
@@ -258,7 +282,7 @@ def handoff_pending(state: State, agent: str, fmt: str) -> None:
     """Handoffs waiting for this agent, oldest first."""
     with _team(state) as channel:
         found = [h.to_dict() for h in channel.pending_handoffs(agent)]
-    emit(fmt, {"handoffs": found}, lambda: "\n".join(f"{h['id']}  from {h['from_agent']}" for h in found))
+    emit(fmt, {"handoffs": found}, lambda: "\n".join(f"{h['id']}  from {h['from_agent']}{where(h)}" for h in found))
 
 
 # -- shared variables -----------------------------------------------------------

@@ -351,13 +351,12 @@ def _team_tools(tool: _Tools, team: TeamService, escalated: Callable[..., Any]) 
 
     @tool(_WRITE, structured=False)
     def team_register(
-        ctx: Context[Any, Any],
-        agent_id: str | None = None,
-        capabilities: list[str] | None = None,
-        workflow: str | None = None,
-    ) -> CallToolResult:
-        """Join the team channel (agent id defaults to this client's name). Heartbeats keep you live."""
-        return _run(lambda: team.register(me(agent_id, ctx), capabilities, workflow))
+        ctx: Context[Any, Any], agent_id: str | None = None, capabilities: list[str] | None = None,
+        workflow: str | None = None, worktree: str | None = None,
+    ) -> CallToolResult:  # fmt: skip
+        """Join the team channel (agent id: this client's name); heartbeats keep you live. worktree: your checkout's
+        folder, whose branch your handoffs carry."""
+        return _run(lambda: team.register(me(agent_id, ctx), capabilities, workflow, worktree))
 
     @tool(_WRITE, structured=False)
     def team_heartbeat(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memrouter.core.errors import InvalidInput
+from memrouter.repo.common import checkout_place_of
 from memrouter.team import Team
 
 TYPE_CHECKING = False
@@ -75,8 +76,23 @@ class TeamService:
             return client_name
         raise InvalidInput("say which agent you are: pass agent_id (or start the server with --agent NAME)")
 
-    def register(self, agent: str, capabilities: list[str] | None, workflow: str | None) -> dict[str, Any]:
-        return self.team.register(agent, capabilities or (), workflow).to_dict()
+    def register(
+        self, agent: str, capabilities: list[str] | None, workflow: str | None, worktree: str | None = None
+    ) -> dict[str, Any]:
+        """Register ``agent`` with the branch and worktree git reports for ``worktree`` (a folder of the agent's
+        checkout; default: this server's project)."""
+        place = checkout_place_of(worktree, self.project_folder)
+        return self.team.register(
+            agent, capabilities or (), workflow, branch=place.branch if place else None,
+            worktree=str(place.worktree) if place else None,
+        ).to_dict()  # fmt: skip
+
+    @property
+    def project_folder(self) -> Path:
+        """The folder of the project this server serves (its checkout)."""
+        if self.config is not None:
+            return self.config.project_dir or self.config.root
+        return self.index_dir.parent
 
     def heartbeat(self, agent: str, status: str, message: str | None) -> dict[str, Any]:
         return self.team.heartbeat(agent, status, message).to_dict()

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FrontMatter", "split", "parse", "update", "render_value"]
+__all__ = ["FrontMatter", "locate", "parse", "render_value", "segments", "split", "update"]
 
 _OPEN = re.compile(r"\A---[ \t]*\r?\n")
 _CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.MULTILINE)
@@ -41,7 +41,7 @@ class FrontMatter:
     problem: str | None = None
 
 
-def _locate(text: str) -> tuple[int, int, int] | None:
+def locate(text: str) -> tuple[int, int, int] | None:
     """Offsets (block start, block end, body start) of the front matter, if any."""
     opening = _OPEN.match(text)
     if not opening:
@@ -57,7 +57,7 @@ def split(text: str) -> tuple[str | None, str]:
 
     Returns ``(None, text)`` when the file has no front matter block.
     """
-    where = _locate(text)
+    where = locate(text)
     if where is None:
         return None, text
     start, end, body = where
@@ -115,7 +115,7 @@ def render_value(key: str, value: Any) -> str:
     return str(dumped)
 
 
-def _segments(raw: str) -> list[tuple[str | None, str]]:
+def segments(raw: str) -> list[tuple[str | None, str]]:
     """Cut the raw block into (top-level key or None, lines) segments, lossless."""
     segments: list[tuple[str | None, str]] = []
     for line in raw.splitlines(keepends=True):
@@ -148,7 +148,7 @@ def update(text: str, changes: dict[str, Any]) -> str:
     Keys not in ``changes`` keep their exact bytes. A file without front
     matter gets a new block only if there is something to set.
     """
-    where = _locate(text)
+    where = locate(text)
     if where is None:
         additions = "".join(render_value(k, v) for k, v in changes.items() if v is not None)
         return f"---\n{additions}---\n{text}" if additions else text
@@ -156,7 +156,7 @@ def update(text: str, changes: dict[str, Any]) -> str:
     raw = text[start:end]
     pending = dict(changes)
     out: list[str] = []
-    for key, chunk in _segments(raw):
+    for key, chunk in segments(raw):
         if key is not None and key in pending:
             value = pending.pop(key)
             if value is not None:

@@ -14,6 +14,7 @@ from memrouter.team.workflows import active_workflow, check_room
 __all__ = ["register", "heartbeat", "get_agent", "live_agent", "touch", "stale_agent_ids", "row_to_agent"]
 
 MAX_MESSAGE_CHARS = 2000
+MAX_PLACE_CHARS = 4096  # a branch name or a worktree's folder
 
 
 def row_to_agent(row: Row, now: float) -> Agent:
@@ -21,6 +22,7 @@ def row_to_agent(row: Row, now: float) -> Agent:
         id=row["id"], capabilities=tuple(json.loads(row["capabilities"])), status=row["status"],
         message=row["message"], workflow_id=row["workflow_id"], registered_at=row["registered_at"],
         heartbeat_at=row["heartbeat_at"], ttl=row["ttl"], stale=row["heartbeat_at"] + row["ttl"] <= now,
+        branch=row["branch"], worktree=row["worktree"],
     )  # fmt: skip
 
 
@@ -31,11 +33,16 @@ def register(
     capabilities: Iterable[str] | None,
     workflow: str | None,
     ttl: float,
+    branch: str | None = None,
+    worktree: str | None = None,
 ) -> Agent:
-    """Register (or re-register) an agent; its heartbeat is now and its status idle."""
+    """Register (or re-register) an agent; its heartbeat is now and its status idle. ``branch`` and ``worktree``:
+    where it works (its checkout's branch and worktree folder), shown in the roster and carried by its handoffs."""
     check_agent_id(agent_id)
     names = check_names(capabilities, "capabilities")
     check_seconds(ttl, "ttl")
+    check_plain_text(branch, "branch", limit=MAX_PLACE_CHARS, required=False)
+    check_plain_text(worktree, "worktree", limit=MAX_PLACE_CHARS, required=False)
     if workflow is not None:
         active_workflow(conn, workflow)
         old = conn.execute("SELECT workflow_id FROM agents WHERE id = ?", (agent_id,)).fetchone()
@@ -45,14 +52,14 @@ def register(
     # caller's transaction holds the project's write lock, so no other registration comes in between.
     updated = conn.execute(
         "UPDATE agents SET workflow_id = ?, capabilities = ?, status = 'idle', message = NULL, heartbeat_at = ?, "
-        "ttl = ? WHERE id = ?",
-        (workflow, json.dumps(names), now, ttl, agent_id),
+        "ttl = ?, branch = ?, worktree = ? WHERE id = ?",
+        (workflow, json.dumps(names), now, ttl, branch, worktree, agent_id),
     ).rowcount
     if not updated:
         conn.execute(
-            "INSERT INTO agents (id, workflow_id, capabilities, status, message, registered_at, heartbeat_at, ttl) "
-            "VALUES (?, ?, ?, 'idle', NULL, ?, ?, ?)",
-            (agent_id, workflow, json.dumps(names), now, now, ttl),
+            "INSERT INTO agents (id, workflow_id, capabilities, status, message, registered_at, heartbeat_at, ttl, "
+            "branch, worktree) VALUES (?, ?, ?, 'idle', NULL, ?, ?, ?, ?, ?)",
+            (agent_id, workflow, json.dumps(names), now, now, ttl, branch, worktree),
         )
     return get_agent(conn, now, agent_id)
 

@@ -26,7 +26,7 @@ def row_to_handoff(row: Row) -> Handoff:
     return Handoff(
         id=row["id"], from_agent=row["from_agent"], to_agent=row["to_agent"], context=json.loads(row["context"]),
         task_id=row["task_id"], state=row["state"], workflow_id=row["workflow_id"], created_at=row["created_at"],
-        responded_at=row["responded_at"], reason=row["reason"],
+        responded_at=row["responded_at"], reason=row["reason"], branch=row["branch"], worktree=row["worktree"],
     )  # fmt: skip
 
 
@@ -39,7 +39,8 @@ def get_handoff(conn: Conn, handoff_id: str) -> Handoff:
 
 
 def create(conn: Conn, now: float, from_agent: str, to_agent: str, context: Any, task_id: str | None) -> Handoff:
-    """Offer work to ``to_agent``, which must be registered and not stale."""
+    """Offer work to ``to_agent``, which must be registered and not stale; the handoff carries the sender's branch
+    and worktree as registered, so the receiver knows where the work and its memories are."""
     check_agent_id(from_agent, "from_agent")
     check_agent_id(to_agent, "to_agent")
     if from_agent == to_agent:
@@ -52,9 +53,9 @@ def create(conn: Conn, now: float, from_agent: str, to_agent: str, context: Any,
     check_room(conn, sender.workflow_id)
     handoff_id = new_id()
     conn.execute(
-        "INSERT INTO handoffs (id, workflow_id, from_agent, to_agent, context, task_id, state, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-        (handoff_id, sender.workflow_id, from_agent, to_agent, text, task_id, now),
+        "INSERT INTO handoffs (id, workflow_id, from_agent, to_agent, context, task_id, state, created_at, branch, "
+        "worktree) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
+        (handoff_id, sender.workflow_id, from_agent, to_agent, text, task_id, now, sender.branch, sender.worktree),
     )
     return get_handoff(conn, handoff_id)
 

@@ -144,6 +144,8 @@ class Agent(_Record):
     heartbeat_at: float
     ttl: float
     stale: bool
+    branch: str | None = None  # the branch of the agent's checkout (None: detached, or not said)
+    worktree: str | None = None  # the top folder of the agent's git worktree
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +198,8 @@ class Handoff(_Record):
     created_at: float
     responded_at: float | None
     reason: str | None
+    branch: str | None = None  # the sender's branch when it handed the work off: where the work and its memories are
+    worktree: str | None = None  # the sender's worktree then
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX reservations_workflow ON reservations (workflow_id);
         """,
     ),
+    (
+        # where each agent works (its branch and worktree), and where a handoff's sender worked
+        "0002_agent_places",
+        """
+        ALTER TABLE agents ADD COLUMN branch TEXT;
+        ALTER TABLE agents ADD COLUMN worktree TEXT;
+        ALTER TABLE handoffs ADD COLUMN branch TEXT;
+        ALTER TABLE handoffs ADD COLUMN worktree TEXT;
+        """,
+    ),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

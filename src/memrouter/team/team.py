@@ -191,12 +191,16 @@ class Team:
         workflow: str | None = None,
         *,
         ttl: float = DEFAULT_AGENT_TTL,
+        branch: str | None = None,
+        worktree: str | None = None,
     ) -> Agent:
-        """Register an agent (again: its capabilities and workflow are replaced, its status is idle)."""
+        """Register an agent (again: its capabilities, workflow, branch and worktree are replaced, its status is
+        idle). ``branch`` and ``worktree``: where it works (``memrouter.repo.common.checkout_place`` reads them
+        from git), shown in the roster and carried by the handoffs it makes."""
         caps = None if capabilities is None else list(capabilities)
         return self._write(
-            lambda c, now: agents.register(c, now, agent_id, caps, workflow, ttl), agent_id, "register",
-            workflow=workflow,
+            lambda c, now: agents.register(c, now, agent_id, caps, workflow, ttl, branch, worktree), agent_id,
+            "register", workflow=workflow,
         )  # fmt: skip
 
     def heartbeat(self, agent_id: str, status: str, message: str | None = None) -> Agent:

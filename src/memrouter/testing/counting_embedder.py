@@ -10,6 +10,7 @@ prove a text was embedded once however many worktrees or processes indexed it.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,11 +30,13 @@ __all__ = ["CountingEmbedder", "counted_router", "embedded"]
 
 
 class CountingEmbedder(HashEmbedder):
-    """``HashEmbedder`` appending the hash of every text it embeds to ``log``."""
+    """``HashEmbedder`` appending the hash of every text it embeds to ``log``; ``seconds_per_text`` makes each
+    batch take as long as a model would (so processes embedding at once overlap, as they do with a model)."""
 
-    def __init__(self, log: Path, *, dimension: int = 64) -> None:
+    def __init__(self, log: Path, *, dimension: int = 64, seconds_per_text: float = 0.0) -> None:
         super().__init__(dimension=dimension)
         self.log = log
+        self.seconds_per_text = seconds_per_text
 
     def embed_batch(self, texts: Sequence[str]) -> NDArray[np.float32]:
         lines = "".join(f"{text_hash(text)}\n" for text in texts).encode()
@@ -42,12 +45,14 @@ class CountingEmbedder(HashEmbedder):
             os.write(descriptor, lines)
         finally:
             os.close(descriptor)
+        if self.seconds_per_text:
+            time.sleep(self.seconds_per_text * len(texts))
         return super().embed_batch(texts)
 
 
-def counted_router(project: Path, log: Path) -> Router:
+def counted_router(project: Path, log: Path, *, seconds_per_text: float = 0.0) -> Router:
     """A Router on ``project`` (a checkout with ``.serena/memories``) embedding with a ``CountingEmbedder``."""
-    embedder = CountingEmbedder(log)
+    embedder = CountingEmbedder(log, seconds_per_text=seconds_per_text)
     router = Router(replace(Config.load(cwd=project), embedder="hash"))
     dense = router.workspace.index.dense
     dense._factory = lambda: embedder

@@ -8,7 +8,7 @@ statement, and the views of ``schema_team`` to every team channel statement.
 from __future__ import annotations
 
 from memrouter.index.postgres.impact import IMPACT
-from memrouter.index.postgres.schema_team import TEAM_SQL
+from memrouter.index.postgres.schema_team import TEAM_PLACES_SQL, TEAM_SQL
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -180,6 +180,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("0006_postings_impact", _POSTINGS_IMPACT),
     ("0007_sync_state", _SYNC_STATE),
     ("0008_knowledge_graph", _GRAPH),
+    ("0009_team_places", TEAM_PLACES_SQL),  # each agent's branch and worktree, and a handoff's (``schema_team``)
 ]
 
 

@@ -12,7 +12,7 @@ Unset, the views show nothing and take nothing.
 
 from __future__ import annotations
 
-__all__ = ["TEAM_SCHEMA", "TEAM_TABLES", "TEAM_VIEWS"]
+__all__ = ["TEAM_PLACES_SQL", "TEAM_SCHEMA", "TEAM_SQL", "TEAM_TABLES", "TEAM_VIEWS"]
 
 TEAM_SCHEMA = "memrouter_team"
 _PROJECT = "project text NOT NULL COLLATE \"C\" DEFAULT current_setting('memrouter.project', true)"
@@ -72,16 +72,33 @@ CREATE INDEX team_reservations_workflow ON team_reservations (project, workflow_
 """
 
 
+def _names(columns: str) -> str:
+    return ", ".join(column.split()[0] for column in columns.split(", ") if not column[0].isupper())
+
+
+def _view(view: str, names: str, verb: str = "CREATE") -> str:
+    return (
+        f"{verb} VIEW {TEAM_SCHEMA}.{view} AS SELECT {names} FROM public.team_{view} "
+        "WHERE project = current_setting('memrouter.project', true) WITH CASCADED CHECK OPTION;"
+    )
+
+
 def _team_sql() -> str:
     statements = [f"CREATE SCHEMA {TEAM_SCHEMA};"]
     for view, (columns, key) in TEAM_TABLES.items():
         statements.append(f"CREATE TABLE team_{view} ({_PROJECT}, {columns}, PRIMARY KEY (project, {key}));")
-        names = ", ".join(column.split()[0] for column in columns.split(", ") if not column[0].isupper())
-        statements.append(
-            f"CREATE VIEW {TEAM_SCHEMA}.{view} AS SELECT {names} FROM public.team_{view} "
-            "WHERE project = current_setting('memrouter.project', true) WITH CASCADED CHECK OPTION;"
-        )
+        statements.append(_view(view, _names(columns)))
     return "\n".join(statements) + _INDEXES
 
 
+def _places_sql() -> str:
+    """Migration ``0009_team_places``: each agent's branch and worktree, and those a handoff's sender had."""
+    statements = []
+    for view in ("agents", "handoffs"):
+        statements.append(f"ALTER TABLE team_{view} ADD COLUMN branch text, ADD COLUMN worktree text;")
+        statements.append(_view(view, f"{_names(TEAM_TABLES[view][0])}, branch, worktree", "CREATE OR REPLACE"))
+    return "\n".join(statements)
+
+
 TEAM_SQL = _team_sql()
+TEAM_PLACES_SQL = _places_sql()
