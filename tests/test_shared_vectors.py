@@ -193,3 +193,32 @@ def test_a_process_waits_for_the_vector_another_is_embedding(tmp_path: Path) -> 
     finally:
         release.touch()
         assert holder.wait(timeout=60) == 0
+
+
+def test_a_repository_s_file_stays_open_between_batches_and_closes_with_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memrouter.embed import get_embedder
+    from memrouter.index.sqlite import shared_vectors
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    opened: list[Path] = []
+    original = shared_vectors.SharedVectors.__init__
+
+    def counted(self: SharedVectors, path: Path, **options: float) -> None:
+        opened.append(path)
+        original(self, path, **options)
+
+    monkeypatch.setattr(shared_vectors.SharedVectors, "__init__", counted)
+    repository = shared_vectors.RepositoryVectors(tmp_path)
+    embedder = get_embedder("hash")
+    first = repository.embed("hash", embedder, ["alpha", "beta"])
+    again = repository.embed("hash", embedder, ["beta", "gamma"])
+    assert len(opened) == 1  # opening takes a write transaction: once, not once a batch
+    assert (first[1] == again[0]).all()
+    repository.close()
+    with sqlite3.connect(opened[0]) as conn:  # what the batches stored is in the file
+        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == 3
+    repository.embed("hash", embedder, ["delta"])
+    assert len(opened) == 2  # closed means closed: the next batch opens the file again
+    repository.close()

@@ -85,7 +85,7 @@ class DenseIndex:
         ``options``: what ``get_embedder(embedder_name, **options)`` is given (an endpoint's url and model);
         ``shared_from``: a folder of a git repository whose worktrees share vectors (None: no sharing)."""
         self.options = dict(options or {})
-        self._shared = RepositoryVectors(shared_from)
+        self.shared = RepositoryVectors(shared_from)
         # Where the gathered matrix (and HNSW graph) are cached between processes; None: not at all.
         self.index_dir = index_dir
         self.embedder_name = embedder_name
@@ -278,7 +278,7 @@ class DenseIndex:
         if not texts:
             return None
         if not self.tokens:
-            return Embedded(self._shared.embed(self.model_id, self.embedder, texts, progress))
+            return Embedded(self.shared.embed(self.model_id, self.embedder, texts, progress))
         import numpy as np
 
         vectors = np.empty((len(texts), self.embedder.dimension), dtype=np.float32)

@@ -182,6 +182,8 @@ class IndexKeeper:
             closing = getattr(self._dense.embedder if self._dense and self._dense.loaded else None, "close", None)
             if callable(closing):  # an endpoint's connections
                 closing()
+            if self._dense is not None:  # the shared vector file's connections
+                self._dense.shared.close()
             if self.access.pending:
                 try:
                     self.access.flush()

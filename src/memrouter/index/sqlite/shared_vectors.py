@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,6 +64,7 @@ CLAIMS = (
 )
 CLAIM_STALE = 600.0  # seconds after which a claim is taken over even if its process still runs
 WAIT_LIMIT = 600.0  # seconds a process waits for vectors others embed before it embeds them itself
+KEPT_OPEN = 2  # connections to the file kept between batches (a foreground and a background batch)
 CLAIM_BATCH = 256  # texts a process claims, embeds and stores at a time
 FIRST_PAUSE, LONGEST_PAUSE = 0.02, 0.5  # the poll's pause, growing by half each time
 
@@ -229,14 +231,24 @@ class SharedVectors:
 
 class RepositoryVectors:
     """The shared vector file of the git repository holding ``top`` (found on first use: one git call), for
-    the dense index: each batch opens it, reads what is there and adds what it embedded. With ``top`` None
-    (or outside a repository, or an unusable file) every text is embedded."""
+    the dense index: each batch reads what is there and adds what it embedded. The file stays open between
+    batches (opening it takes a write transaction); a batch running while another holds it opens its own, and
+    ``close`` (with the index) closes them. With ``top`` None (or outside a repository, or an unusable file)
+    every text is embedded."""
 
     def __init__(self, top: Path | None) -> None:
         self.top = top
         self._path: Path | None | bool = False  # False: not looked up yet; None: no repository
+        self._lock = threading.Lock()
+        self._idle: list[SharedVectors] = []
+        self._pid = os.getpid()
 
     def _open(self) -> SharedVectors | None:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child never uses its parent's connections
+                self._idle, self._pid = [], os.getpid()
+            if self._idle:
+                return self._idle.pop()
         if self._path is False:
             from memrouter.repo.common import shared_folder  # git, only once something is embedded
 
@@ -249,6 +261,20 @@ class RepositoryVectors:
         except (OSError, sqlite3.Error) as exc:  # sharing saves time; without it this index embeds its own
             log.info("shared vectors %s unusable (%s); embedding without them", self._path, exc)
             return None
+
+    def _done(self, shared: SharedVectors, usable: bool) -> None:
+        with self._lock:
+            if usable and self._pid == os.getpid() and len(self._idle) < KEPT_OPEN:
+                self._idle.append(shared)
+                return
+        shared.close()
+
+    def close(self) -> None:
+        """Close the file's connections kept between batches."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for shared in idle:
+            shared.close()
 
     def embed(
         self, model: str, embedder: Embedder, texts: list[str], progress: Callable[[int, int], None] | None = None
@@ -264,11 +290,13 @@ class RepositoryVectors:
         if shared is None:
             return made(texts)
         dimension = embedder.dimension
+        usable = False
         try:
             blobs = shared.embed(model, dimension, texts, lambda some: [row.tobytes() for row in made(some)])
+            usable = True
         except sqlite3.Error as exc:  # a damaged shared file costs this batch its reuse, never its vectors
             log.warning("shared vectors %s: %s; embedding without them", self._path, exc)
             return made(texts)
         finally:
-            shared.close()
+            self._done(shared, usable)
         return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(texts), dimension)
