@@ -175,3 +175,44 @@ def test_detached_removed_by_hand_and_no_commits(tmp_path: Path) -> None:
     (outside / ".serena" / "memories").mkdir(parents=True)
     refused = cli(outside, "branches")
     assert refused.returncode == 2 and "git repository" in refused.stderr
+
+
+def test_status_the_janitor_and_the_web_ui_report_the_divergence(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from memrouter.ui.app import create_app
+
+    places = branchkit.build(tmp_path)
+    with router(places["project"]) as memories:
+        status = memories.status()
+        assert [d["name"] for d in status["diverged"]] == ["beta"]
+        assert [(v["where"], v["text"]) for v in status["diverged"][0]["versions"]] == [
+            ("feat-x", branchkit.BETA_ON_X), ("fix-y", branchkit.BETA_ON_Y)
+        ]  # fmt: skip
+        assert (
+            "beta changed differently on feat-x and fix-y: `memrouter branches` shows the versions"
+            in (status["warnings"])
+        )
+        report = memories.janitor()
+        (proposal,) = [p for p in report.proposals if "diverged" in p.because]
+        assert (proposal.action, proposal.name) == ("review", "beta")
+        assert proposal.reason == (
+            "janitor: beta changed differently on feat-x and fix-y since their merge base; merge the versions "
+            "(`memrouter branches`)"
+        )
+        (finding,) = [f for f in report.findings if f.reason == "diverged"]
+        assert [v["text"] for v in finding.evidence["versions"]] == [branchkit.BETA_ON_X, branchkit.BETA_ON_Y]
+        applied = memories.janitor(apply=True)
+        assert not next(p for p in applied.proposals if p.name == "beta").applied
+        assert (places["project"] / branchkit.MEMORIES / "beta.md").read_text() == branchkit.BASE["beta"]
+        page = TestClient(create_app(memories, reviewer=None), base_url="http://127.0.0.1:8766").get("/memory/beta")
+        assert page.status_code == 200
+        assert "Changed differently on two branches" in page.text
+        assert "retries three times on timeouts, with jitter" in page.text
+        assert "never retries on timeouts: the caller does" in page.text
+        assert (
+            "Changed differently"
+            not in TestClient(create_app(memories, reviewer=None), base_url="http://127.0.0.1:8766")
+            .get("/memory/alpha")
+            .text
+        )

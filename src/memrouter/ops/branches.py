@@ -29,7 +29,9 @@ __all__ = [
     "Divergence",
     "Version",
     "describe",
+    "diverged",
     "divergences",
+    "explain",
     "format_report",
     "memory_name",
     "report",
@@ -84,6 +86,9 @@ class Version:
     blob: str
     text: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"where": self.where, "blob": self.blob, "text": self.text}
+
 
 @record
 class Divergence:
@@ -121,6 +126,20 @@ def divergences(found: Survey, ours: Path | None = None) -> list[Divergence]:
         if len(versions) >= 2:
             result.append(Divergence(memory_name(path), tuple(versions.values())))
     return result
+
+
+def diverged(config: Config) -> list[Divergence]:
+    """The memories changed differently on two places (``status``, the janitor, the web UI); none outside git
+    or when the repository cannot be read (git missing or failing: ``memrouter branches`` says why)."""
+    try:
+        return divergences(survey_of(config), config.root)
+    except (InvalidInput, GitError):
+        return []
+
+
+def explain(divergence: Divergence) -> str:
+    """One line for a diverged memory: where its versions are."""
+    return f"{divergence.name} changed differently on {' and '.join(v.where for v in divergence.versions)}"
 
 
 def _read(path: Path) -> str | None:
