@@ -314,18 +314,38 @@ def fingerprint(common: Path | None, folders: list[Path]) -> tuple[object, ...]:
     marks: list[object] = []
     if common is not None:
         marks += [_stat(common / name) for name in ("packed-refs", "HEAD", "index")]
-        for folder in (common / "refs" / "heads", common / "reftable"):
-            marks += [(path, names, [_stat(Path(path) / name) for name in names]) for path, _, names in os.walk(folder)]
+        marks += _files(str(common / "refs" / "heads")) + _files(str(common / "reftable"))
         try:
             linked = sorted(os.scandir(common / "worktrees"), key=lambda entry: entry.name)
         except OSError:
             linked = []
         marks += [(entry.name, _stat(Path(entry.path) / "HEAD"), _stat(Path(entry.path) / "index")) for entry in linked]
     for folder in folders:
-        for path, dirs, names in os.walk(folder):
-            dirs[:] = [name for name in dirs if not name.startswith(".")]
-            marks += [(path, name, _stat(Path(path) / name)) for name in names if not name.startswith(".")]
+        marks += _files(str(folder))
     return tuple(marks)
+
+
+def _files(folder: str) -> list[tuple[str, int, int]]:
+    """(path, mtime_ns, size) of every file under ``folder``, skipping dot entries; scandir's own stat calls."""
+    found: list[tuple[str, int, int]] = []
+    stack = [folder]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name[0] == ".":
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+                stat = entry.stat()
+            except OSError:
+                continue
+            found.append((entry.path, stat.st_mtime_ns, stat.st_size))
+    return found
 
 
 def _stat(path: Path) -> tuple[int, int] | None:
