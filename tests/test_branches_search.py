@@ -216,3 +216,23 @@ def test_status_the_janitor_and_the_web_ui_report_the_divergence(tmp_path: Path)
             .get("/memory/alpha")
             .text
         )
+
+
+def test_this_checkouts_own_change_and_a_search_as_of_a_commit(tmp_path: Path) -> None:
+    import pytest
+
+    from memrouter.core.errors import InvalidInput
+
+    places = branchkit.build(tmp_path)
+    toml = '[branches]\ninclude = "local"\n[search]\nrefresh_interval = 0\n'
+    with router(places["project"], toml) as memories:
+        assert found(memories.search("flamegraph profiler", mode="lexical")) == [("xray", WHERE_X)]
+        # this checkout saves the same text by hand (uncommitted): its own copy is the only one
+        write(places["project"] / branchkit.MEMORIES, "xray", branchkit.XRAY)
+        assert found(memories.search("flamegraph profiler", mode="lexical")) == [("xray", None)]
+        # a search as of a commit reads that commit alone, whatever [branches] include says
+        assert found(memories.search("payment retries", mode="lexical", as_of="main")) == [("beta", None)]
+        with pytest.raises(InvalidInput, match="leave out branches"):
+            memories.search("payment retries", mode="lexical", as_of="main", branches="local")
+        with pytest.raises(InvalidInput, match="branches must be one of none, local"):
+            memories.search("payment retries", branches="--all")

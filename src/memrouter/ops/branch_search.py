@@ -12,11 +12,11 @@ own hits, which keep their order; each such hit's ``why`` says where the
 memory lives.
 
 The repository is surveyed again only when something changed: a branch or a
-worktree's ``HEAD`` or index moved, or a file in another worktree's memories
-folder (``memrouter.repo.branches.fingerprint``, ``os.stat`` only), checked
+worktree's ``HEAD`` or index moved, or a file in this checkout's or another
+worktree's memories folder (``memrouter.repo.branches.fingerprint``, ``os.stat`` only), checked
 at most every ``[search] refresh_interval`` seconds. The last survey is kept
 in ``<index_dir>/branches/state.json``, so a new process whose repository did
-not change runs no git process.
+not change runs one git process (to find the common git folder), not a survey.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ class BranchMemories(Generic[W]):
         if self._mark is not None and fingerprint(self._common, self._folders) == self._mark:
             return
         found = survey_of(self.config)
-        self._folders = [
+        # this checkout's folder too: what it holds decides what the others lack
+        self._folders = [self.config.root] + [
             place.worktree / self._relative(found) for place in found.places if place.worktree and not place.missing
         ]
         self._mark = fingerprint(self._common, self._folders)

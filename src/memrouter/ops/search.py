@@ -172,13 +172,15 @@ def search(
     branches: str | None = None,
 ) -> builtins.list[Hit]:
     """See ``Router.search``."""
-    branches = check_branches(ws.config.branches.include if branches is None else branches)
     if as_of is not None:
+        if branches is not None and check_branches(branches) == "local":
+            raise InvalidInput("a search as of a date or commit reads that commit alone: leave out branches")
         return search(
             past(ws, as_of), query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses,
             tags=tags, prefix=prefix, content=content, include_history=include_history,
-            include_archived=include_archived,
+            include_archived=include_archived, branches="none",
         )  # fmt: skip
+    branches = check_branches(ws.config.branches.include if branches is None else branches)
     query = check_query(query)
     limit = check_limit(ws.config.search.limit if limit is None else limit)
     asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
