@@ -184,6 +184,8 @@ class BranchMemories(Generic[W]):
             mark, notes = str(data["mark"]), tuple(data["notes"])
         except (OSError, ValueError, KeyError, TypeError):
             return
+        if entries and not self.root.is_dir():
+            return  # the folder went: the next search surveys and writes it again
         shared = shared_folder(self.config.project_dir or self.config.root)
         self._common = shared.parent if shared is not None else None
         now = fingerprint(self._common, folders)
