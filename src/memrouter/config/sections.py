@@ -67,7 +67,7 @@ class BranchesConfig:
     include: str = "none"
     # The share of its score a memory from another branch loses in search; measured by
     # benchmarks/bench_branches.py --share (docs/branches.md).
-    share: float = 0.2
+    share: float = 0.1
 
 
 BRANCH_CHOICES = ("none", "local")

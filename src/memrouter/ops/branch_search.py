@@ -3,13 +3,15 @@
 The versions other places hold that this checkout lacks (new and changed
 memories, ``memrouter.ops.branches``; never one whose content this checkout
 holds under any name: git's blob id is a content hash) are written, one file
-per version, to ``<index_dir>/branches/memories`` as ``<name>~<blob>.md`` and
-indexed there like any memories folder (its vectors come from the
-repository's shared vector file, so a text embedded once is not embedded
-again). A search runs the same pipeline over that index, lowers each of its
-hits' scores by ``[branches] share`` and merges them into the checkout's
-own hits, which keep their order; each such hit's ``why`` says where the
-memory lives.
+per version, to ``<index_dir>/branches/memories`` as ``<name>~<blob>.md``,
+beside a copy of this checkout's memories, and indexed there like any
+memories folder (its vectors come from the repository's shared vector file,
+so a text embedded once is not embedded again). A search runs the same
+pipeline over that index, where both are scored with the same statistics
+(the other places' versions alone would make a small index whose scores do
+not compare with the checkout's), lowers the other places' hits by
+``[branches] share`` and places them among the checkout's own hits, which
+keep their order; each such hit's ``why`` says where the memory lives.
 
 The repository is surveyed again only when something changed: a branch or a
 worktree's ``HEAD`` or index moved, or a file in this checkout's or another
@@ -145,12 +147,19 @@ class BranchMemories(Generic[W]):
                     wanted[key][1].append(where)
                 else:
                     wanted[key] = (change.data, [where], path)
+        files = {key: data for key, (data, _, _) in wanted.items()}
+        if wanted:  # this checkout's memories beside them, so both are scored with the same statistics
+            for path in found.ours:
+                try:
+                    files[memory_name(path)] = (self.config.root / path).read_bytes()
+                except OSError:
+                    continue  # gone since the survey: the next one sees it
         self.root.mkdir(parents=True, exist_ok=True)
         present = {str(path.relative_to(self.root))[:-3] for path in self.root.rglob("*.md")}
-        for key in present - set(wanted):
+        for key in present - set(files):
             (self.root / f"{key}.md").unlink(missing_ok=True)
-        changed = bool(present - set(wanted))
-        for key, (data, _, _) in wanted.items():
+        changed = bool(present - set(files))
+        for key, data in files.items():
             target = self.root / f"{key}.md"
             if key in present and target.read_bytes() == data:
                 continue
@@ -207,12 +216,19 @@ def _digest(mark: object) -> str:
     return hashlib.sha256(repr(mark).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def merge(own: list[Hit], theirs: list[Hit], entries: dict[str, Entry], share: float, limit: int) -> list[Hit]:
-    """The checkout's hits in their order, with the other places' hits (scores lowered by ``share``, marked
-    with where they live) placed among them by score; never a copy of content the checkout's hits hold."""
+def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: float, limit: int) -> list[Hit]:
+    """The checkout's hits in their order, with the other places' hits placed among them.
+
+    ``both`` is one search of the branch index, where this checkout's memories and the other places' versions
+    are scored together: each other place's hit, its score lowered by ``share`` and marked with where it lives,
+    goes before the first of the checkout's hits that scored lower there (a checkout's hit that search did not
+    reach counts as its lowest). Never a copy of content the checkout's hits hold.
+    """
+    beside = {hit.name: hit.score for hit in both if hit.name not in entries}
+    floor = min(beside.values(), default=0.0)
     held = {hit.hash for hit in own}
     lowered = []
-    for hit in theirs:
+    for hit in both:
         entry = entries.get(hit.name)
         if entry is None or hit.hash in held:
             continue
@@ -225,7 +241,8 @@ def merge(own: list[Hit], theirs: list[Hit], entries: dict[str, Entry], share: f
     merged: list[Hit] = []
     at = 0
     for hit in own:
-        while at < len(lowered) and lowered[at].score > hit.score:
+        mark = beside.get(hit.name, floor)
+        while at < len(lowered) and lowered[at].score > mark:
             merged.append(lowered[at])
             at += 1
         merged.append(hit)

@@ -128,7 +128,8 @@ def _with_branches(
 
     def found() -> builtins.list[Hit]:
         extra.ensure_fresh(embedded=choice.mode != "lexical")
-        return judged(extra, query, extra.pipeline.run(query, limit, choice.mode, filters, content, now), choice.mode)
+        deep = 2 * limit  # deep enough to reach most of the checkout's own hits there too
+        return judged(extra, query, extra.pipeline.run(query, deep, choice.mode, filters, content, now), choice.mode)
 
     return merge(hits, extra.index.indexed(found), others.entries, ws.config.branches.share, limit)
 
