@@ -222,10 +222,10 @@ def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: flo
     ``both`` is one search of the branch index, where this checkout's memories and the other places' versions
     are scored together: each other place's hit, its score lowered by ``share`` and marked with where it lives,
     goes before the first of the checkout's hits that scored lower there (a checkout's hit that search did not
-    reach counts as its lowest). Never a copy of content the checkout's hits hold.
+    reach counts as the lowest score it reached). Never a copy of content the checkout's hits hold.
     """
     beside = {hit.name: hit.score for hit in both if hit.name not in entries}
-    floor = min(beside.values(), default=0.0)
+    floor = min((hit.score for hit in both), default=0.0)  # the most a hit the search did not reach scored
     held = {hit.hash for hit in own}
     lowered = []
     for hit in both:
