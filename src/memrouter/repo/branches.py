@@ -135,7 +135,7 @@ def parse_worktrees(output: bytes) -> list[Worktree]:
     return found
 
 
-def _tree(top: Path, commit: str, folder: str, suffix: str) -> subprocess.Popen[bytes]:
+def _tree(top: Path, commit: str, folder: str) -> subprocess.Popen[bytes]:
     return start(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", folder or ".")
 
 
@@ -208,7 +208,7 @@ def survey(top: Path, folder: str, *, suffix: str = ".md") -> Survey:
     notes: list[str] = []
     if our_head is None:
         notes.append("this checkout has no commit yet: other branches are compared with nothing")
-    ours = _parse_tree(collect(_tree(top, our_head, folder, suffix), "ls-tree"), folder, suffix) if our_head else {}
+    ours = _parse_tree(collect(_tree(top, our_head, folder), "ls-tree"), folder, suffix) if our_head else {}
     _overlay(ours, status, top, folder, suffix)
 
     # The places: every local branch but this checkout's, then the detached worktrees.
@@ -237,14 +237,14 @@ def survey(top: Path, folder: str, *, suffix: str = ".md") -> Survey:
             counts[key] = start(top, "rev-list", "--left-right", "--count", f"{our_head}...{commit}")
             bases[key] = start(top, "merge-base", our_head, commit)
         if commit not in trees:
-            trees[commit] = _tree(top, commit, folder, suffix)
+            trees[commit] = _tree(top, commit, folder)
         if tree is not None and not tree.missing and tree.path.is_dir():
             statuses[key] = _status(tree.path, folder)
     base_of: dict[tuple[str | None, str], str | None] = {}
     for key, process in bases.items():
         base_of[key] = collect(process, "merge-base", ok=(0, 1)).decode("ascii").strip() or None
     for base in {base for base in base_of.values() if base is not None} - set(trees):
-        trees[base] = _tree(top, base, folder, suffix)
+        trees[base] = _tree(top, base, folder)
     files = {commit: _parse_tree(collect(process, "ls-tree"), folder, suffix) for commit, process in trees.items()}
 
     places: list[tuple[str | None, str, Worktree | None, int, int, str | None, dict[str, str], dict[str, bytes | None]]]
