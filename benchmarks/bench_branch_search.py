@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_branches.py --search [--branches 10] [--worktrees 3] [--memories 1000]
         [--changed 20] [--rounds 5]
-    .venv/bin/python benchmarks/bench_branches.py --share
+    .venv/bin/python benchmarks/bench_branches.py --share [--mode lexical|hybrid]
 
 ``--search``: a repository holds the first ``--memories`` files of the ai-agents-1026 corpus on ``main``;
 each of ``--branches`` branches rewrites ``--changed`` of them, adds 5 and removes 5; the first ``--worktrees``
@@ -13,7 +13,7 @@ p50 of the paired difference, in wall time and in this process's CPU time (the m
 ``[search] refresh_interval`` 1 (the default: the repository is looked at at most once a second) and 0 (before
 every search). Then, five times: a commit in a worktree, the first search after it, and the next one.
 
-``--share``: the golden queries of ai-agents-1026 (lexical). Half of them (even positions) have their first
+``--share``: the golden queries of ai-agents-1026 (``--mode``, lexical by default). Half of them (even positions) have their first
 expected memory only on a branch (removed from ``main``, present on ``feat-new``); for the other half the first
 expected memory is on ``main`` and ``feat-changed`` holds a changed version of it (a paragraph added). For each
 share: the mean reciprocal rank (top 10) of the branch-only answers, of the checkout's own answers, and the
@@ -157,16 +157,16 @@ def share_bench(args: argparse.Namespace) -> None:
                 path = tree / MEMORIES / f"{name}.md"
                 path.write_text(path.read_text(encoding="utf-8") + f"\n\nRevised on {branch}.\n", encoding="utf-8")
             git(tree, "commit", "-q", "-am", branch)
-        with open_router(main, 1.0) as router:  # the reference: the same answers when main holds them
+        with open_router(main, 1.0, args.mode) as router:  # the reference: the same answers when main holds them
             reference = statistics.mean(reciprocal(router, q, "none") for q in queries[::2])
         for name in only_branch:
             (main / MEMORIES / f"{name}.md").unlink()
         git(main, "commit", "-q", "-am", "moved to a branch")
         print(f"{len(queries)} golden queries: {len(only_branch)} answers only on a branch, {len(both)} on main "
-              "with a changed copy on a branch; lexical, top 10")  # fmt: skip
+              f"with a changed copy on a branch; {args.mode}, top 10")  # fmt: skip
         print(f"MRR of the branch-only answers when main holds them (no --branches): {reference:.3f}")
         print("share  MRR branch-only  MRR checkout's own  branch copy above own")
-        with open_router(main, 1.0) as router:
+        with open_router(main, 1.0, args.mode) as router:
             for share in (0.0, 0.1, 0.2, 0.3, 0.5, 0.7):
                 ws = router.workspace
                 ws.config = replace(ws.config, branches=replace(ws.config.branches, share=share))
@@ -203,6 +203,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--changed", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--mode", default="lexical", help="--share: the search mode (hybrid embeds with MiniLM)")
     args = parser.parse_args()
     if args.share:
         share_bench(args)

@@ -236,3 +236,16 @@ def test_this_checkouts_own_change_and_a_search_as_of_a_commit(tmp_path: Path) -
             memories.search("payment retries", mode="lexical", as_of="main", branches="local")
         with pytest.raises(InvalidInput, match="branches must be one of none, local"):
             memories.search("payment retries", branches="--all")
+
+
+def test_a_hybrid_search_scores_the_other_places_by_meaning_too(tmp_path: Path) -> None:
+    places = branchkit.build(tmp_path)
+    # a search never embeds here ([embed] on_search = 0): the checkout is indexed first, the branch index is
+    # embedded by the search across branches (the checkout's copies from the shared vector file)
+    (places["project"] / "memrouter.toml").write_text('[embed]\nmodel = "hash"\non_search = 0\n')
+    with Router(Config.load(root=places["project"] / branchkit.MEMORIES), watch=False) as memories:
+        memories.refresh(embed=True)
+        hits = memories.search("flamegraph profiler perf container", mode="hybrid", branches="local")
+        assert found(hits)[0] == ("xray", WHERE_X)
+        retrievers = {match.retriever for match in hits[0].why if match.rank}
+        assert retrievers == {"lexical", "dense"}, hits[0].why

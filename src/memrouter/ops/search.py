@@ -108,10 +108,11 @@ def check_branches(branches: object) -> str:
 
 
 def _with_branches(
-    ws: Workspace, hits: builtins.list[Hit], query: str, limit: int, mode: str | None, filters: Filters,
-    content: bool, now: float,
+    ws: Workspace, hits: builtins.list[Hit], query: str, limit: int, mode: str, filters: Filters, content: bool,
+    now: float,
 ) -> builtins.list[Hit]:  # fmt: skip
-    """``hits`` with the memories only other local branches and worktrees hold (``memrouter.ops.branch_search``)."""
+    """``hits`` (of a search that ran in ``mode``) with the memories only other local branches and worktrees hold
+    (``memrouter.ops.branch_search``)."""
     from memrouter.ops.branch_search import BranchMemories, merge  # only a search across branches needs git here
 
     with ws.lock:
@@ -124,12 +125,17 @@ def _with_branches(
         return hits
     if changed:
         extra.index.indexed(extra.index.refresh)
-    choice = choose_mode(extra, mode)
 
     def found() -> builtins.list[Hit]:
-        extra.ensure_fresh(embedded=choice.mode != "lexical")
+        # The mode the checkout's search ran in; the copies of its memories take their vectors from the shared
+        # file, so only the other places' own texts meet the model.
+        run = mode
+        try:
+            extra.ensure_fresh(embedded=run != "lexical")
+        except (NotInstalled, EndpointError):
+            run = "lexical"
         deep = 2 * limit  # deep enough to reach most of the checkout's own hits there too
-        return judged(extra, query, extra.pipeline.run(query, deep, choice.mode, filters, content, now), choice.mode)
+        return judged(extra, query, extra.pipeline.run(query, deep, run, filters, content, now), run)
 
     return merge(hits, extra.index.indexed(found), others.entries, ws.config.branches.share, limit)
 
@@ -203,7 +209,7 @@ def search(
 
     hits = ws.index.indexed(canonical)
     if branches == "local":
-        hits = _with_branches(ws, hits, query, limit, mode, filters, content, now)
+        hits = _with_branches(ws, hits, query, limit, choice.mode, filters, content, now)
     if owner is not None and (not asked.channels or "short_term" in asked.channels) and len(hits) < limit:
         hits += ws.scratchpad().search(owner, query, limit - len(hits))
     if origin == CANONICAL or not ws.config.backends or not asked.empty:
