@@ -76,9 +76,12 @@ def repository(base: Path, memories: int, branches: int, worktrees: int, changed
     return main, kept
 
 
-def open_router(main: Path, interval: float) -> Router:
-    (main / "memrouter.toml").write_text(f'[search]\nmode = "lexical"\nrefresh_interval = {interval}\n')
-    return Router(Config.load(cwd=main), watch=False)
+def open_router(main: Path, interval: float, mode: str = "lexical") -> Router:
+    (main / "memrouter.toml").write_text(f'[search]\nmode = "{mode}"\nrefresh_interval = {interval}\n')
+    router = Router(Config.load(cwd=main), watch=False)
+    if mode != "lexical":
+        router.refresh(embed=True)  # every vector first: the searches measured never wait for the model
+    return router
 
 
 def paired(router: Router, rounds: int) -> dict[str, list[float]]:

@@ -32,3 +32,15 @@ def test_same_content_as_a_checkout_hit_is_left_out_and_unreached_checkout_hits_
     # x holds a's content: left out; z was not reached in the shared index: it counts as the lowest score there
     assert [h.name for h in merged] == ["a", "z", "b"]  # b: 0.9 lowered to 0.81, below 0.9
     assert [h.name for h in merge(own, [*both, hit("c", 0.5)], ENTRIES, 0.0, 10)] == ["a", "b", "z"]
+
+
+def test_relevance_places_them_when_the_hits_have_it() -> None:
+    def judged(name: str, score: float, relevance: float) -> Hit:
+        return Hit(name, name, score, "canonical", "long_term", None, f"hash-{name}", relevance=relevance)
+
+    own = [judged("a", 0.030, 0.9), judged("b", 0.029, 0.6)]
+    # fused scores close together, relevance apart: 0.8 lowered by 0.2 is 0.64, above b's 0.6
+    both = [judged("a", 0.0164, 0.9), judged("x~1", 0.0163, 0.8), judged("b", 0.0162, 0.6)]
+    merged = merge(own, both, ENTRIES, 0.2, 10)
+    assert [(h.name, round(h.relevance or 0, 2)) for h in merged] == [("a", 0.9), ("x", 0.64), ("b", 0.6)]
+    assert [h.name for h in merge(own, both, ENTRIES, 0.3, 10)] == ["a", "b", "x"]  # 0.56 < 0.6

@@ -24,7 +24,7 @@ async def test_search_memory_adds_other_branches_when_asked(tmp_path: Path, conn
         (hit,) = found.structured_content["results"]
         assert hit["name"] == "xray"
         assert hit["why"][-1] == {
-            "retriever": "branch", "rank": 0, "score": 0.1,
+            "retriever": "branch", "rank": 0, "score": 0.2,
             "detail": "branch feat-x, worktree ../wt-x, unmerged, 2 commits ahead of main",
         }  # fmt: skip
         refused = await client.call_tool("search_memory", {"query": "flamegraph", "branches": "--all"})

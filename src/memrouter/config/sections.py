@@ -65,9 +65,9 @@ class BranchesConfig:
     # "none": this checkout's memories only (the default); "local": also those only other local branches and
     # worktrees hold.
     include: str = "none"
-    # The share of its score a memory from another branch loses in search; measured by
+    # The share of its relevance (which places it) and score a memory from another branch loses in search; measured by
     # benchmarks/bench_branches.py --share (docs/branches.md).
-    share: float = 0.1
+    share: float = 0.2
 
 
 BRANCH_CHOICES = ("none", "local")

@@ -216,16 +216,23 @@ def _digest(mark: object) -> str:
     return hashlib.sha256(repr(mark).encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _key(hit: Hit) -> float:
+    """What places a hit: its relevance (the same meaning in every mode), else its score."""
+    return hit.relevance if hit.relevance is not None else hit.score
+
+
 def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: float, limit: int) -> list[Hit]:
     """The checkout's hits in their order, with the other places' hits placed among them.
 
     ``both`` is one search of the branch index, where this checkout's memories and the other places' versions
-    are scored together: each other place's hit, its score lowered by ``share`` and marked with where it lives,
-    goes before the first of the checkout's hits that scored lower there (a checkout's hit that search did not
-    reach counts as the lowest score it reached). Never a copy of content the checkout's hits hold.
+    are scored together. Each other place's hit, its relevance and score lowered by ``share`` and marked with
+    where it lives, goes before the first of the checkout's hits that was less relevant there (a checkout's hit
+    that search did not reach counts as the least relevant it reached). Relevance, not the score, places them:
+    its scale is the same in every mode, where a fused score's is not (``memrouter.ops.relevance``). Never a
+    copy of content the checkout's hits hold.
     """
-    beside = {hit.name: hit.score for hit in both if hit.name not in entries}
-    floor = min((hit.score for hit in both), default=0.0)  # the most a hit the search did not reach scored
+    beside = {hit.name: _key(hit) for hit in both if hit.name not in entries}
+    floor = min((_key(hit) for hit in both), default=0.0)  # the most a hit the search did not reach had
     held = {hit.hash for hit in own}
     lowered = []
     for hit in both:
@@ -234,15 +241,17 @@ def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: flo
             continue
         held.add(hit.hash)
         note = Match(BRANCH, 0, share, entry.where)
-        lowered.append(
-            replace(hit, name=entry.name, path=entry.path, score=hit.score * (1 - share), why=(*hit.why, note))
-        )
-    lowered.sort(key=lambda hit: -hit.score)
+        relevance = None if hit.relevance is None else hit.relevance * (1 - share)
+        lowered.append(replace(
+            hit, name=entry.name, path=entry.path, score=hit.score * (1 - share), relevance=relevance,
+            why=(*hit.why, note),
+        ))  # fmt: skip
+    lowered.sort(key=lambda hit: -_key(hit))
     merged: list[Hit] = []
     at = 0
     for hit in own:
         mark = beside.get(hit.name, floor)
-        while at < len(lowered) and lowered[at].score > mark:
+        while at < len(lowered) and _key(lowered[at]) > mark:
             merged.append(lowered[at])
             at += 1
         merged.append(hit)
