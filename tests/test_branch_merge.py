@@ -44,3 +44,4 @@ def test_relevance_places_them_when_the_hits_have_it() -> None:
     merged = merge(own, both, ENTRIES, 0.2, 10)
     assert [(h.name, round(h.relevance or 0, 2)) for h in merged] == [("a", 0.9), ("x", 0.64), ("b", 0.6)]
     assert [h.name for h in merge(own, both, ENTRIES, 0.3, 10)] == ["a", "b", "x"]  # 0.56 < 0.6
+    assert not merged[1].weak and merge(own, both, ENTRIES, 0.6, 10, 0.34)[2].weak  # 0.32: below the floor

@@ -221,7 +221,9 @@ def _key(hit: Hit) -> float:
     return hit.relevance if hit.relevance is not None else hit.score
 
 
-def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: float, limit: int) -> list[Hit]:
+def merge(
+    own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: float, limit: int, weak_below: float = 0.0
+) -> list[Hit]:
     """The checkout's hits in their order, with the other places' hits placed among them.
 
     ``both`` is one search of the branch index, where this checkout's memories and the other places' versions
@@ -229,7 +231,7 @@ def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: flo
     where it lives, goes before the first of the checkout's hits that was less relevant there (a checkout's hit
     that search did not reach counts as the least relevant it reached). Relevance, not the score, places them:
     its scale is the same in every mode, where a fused score's is not (``memrouter.ops.relevance``). Never a
-    copy of content the checkout's hits hold.
+    copy of content the checkout's hits hold. A hit lowered below ``weak_below`` (the relevance floor) is weak.
     """
     beside = {hit.name: _key(hit) for hit in both if hit.name not in entries}
     floor = min((_key(hit) for hit in both), default=0.0)  # the most a hit the search did not reach had
@@ -242,8 +244,9 @@ def merge(own: list[Hit], both: list[Hit], entries: dict[str, Entry], share: flo
         held.add(hit.hash)
         note = Match(BRANCH, 0, share, entry.where)
         relevance = None if hit.relevance is None else hit.relevance * (1 - share)
+        weak = hit.weak or (relevance is not None and relevance < weak_below)
         lowered.append(replace(
-            hit, name=entry.name, path=entry.path, score=hit.score * (1 - share), relevance=relevance,
+            hit, name=entry.name, path=entry.path, score=hit.score * (1 - share), relevance=relevance, weak=weak,
             why=(*hit.why, note),
         ))  # fmt: skip
     lowered.sort(key=lambda hit: -_key(hit))

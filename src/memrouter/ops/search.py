@@ -19,7 +19,7 @@ from memrouter.core.query import check_limit, check_query, iso_time, make_filter
 from memrouter.core.records import replace
 from memrouter.index.search import CANONICAL
 from memrouter.index.sqlite.queries import validity_rows
-from memrouter.ops.relevance import judged
+from memrouter.ops.relevance import FLOOR, judged
 from memrouter.ops.workspace import Workspace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -137,7 +137,7 @@ def _with_branches(
         deep = 2 * limit  # deep enough to reach most of the checkout's own hits there too
         return judged(extra, query, extra.pipeline.run(query, deep, run, filters, content, now), run)
 
-    return merge(hits, extra.index.indexed(found), others.entries, ws.config.branches.share, limit)
+    return merge(hits, extra.index.indexed(found), others.entries, ws.config.branches.share, limit, FLOOR)
 
 
 def effective_mode(ws: Workspace, mode: str | None = None) -> str:
