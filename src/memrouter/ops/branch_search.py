@@ -9,14 +9,14 @@ memories folder (its vectors come from the repository's shared vector file,
 so a text embedded once is not embedded again). A search runs the same
 pipeline over that index, where both are scored with the same statistics
 (the other places' versions alone would make a small index whose scores do
-not compare with the checkout's), lowers the other places' hits by
-``[branches] share`` and places them among the checkout's own hits, which
-keep their order; each such hit's ``why`` says where the memory lives.
+not compare with the checkout's), lowers the other places' hits' relevance
+and score by ``[branches] share`` and places them, by relevance, among the
+checkout's own hits, which keep their order; each such hit's ``why`` says where the memory lives.
 
 The repository is surveyed again only when something changed: a branch or a
 worktree's ``HEAD`` or index moved, or a file in this checkout's or another
-worktree's memories folder (``memrouter.repo.branches.fingerprint``, ``os.stat`` only), checked
-at most every ``[search] refresh_interval`` seconds. The last survey is kept
+worktree's memories folder (``memrouter.repo.branches.fingerprint``,
+``os.stat`` only), checked at most every ``[search] refresh_interval`` seconds. The last survey is kept
 in ``<index_dir>/branches/state.json``, so a new process whose repository did
 not change runs one git process (to find the common git folder), not a survey.
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
@@ -205,11 +204,6 @@ class BranchMemories(Generic[W]):
         if self._workspace is not None:
             self._workspace.close()
             self._workspace = None
-
-    def forget(self) -> None:
-        """Remove the branch folder (its index is derived: the next search makes it again)."""
-        self.close()
-        shutil.rmtree(self.config.index_dir / FOLDER, ignore_errors=True)
 
 
 def _digest(mark: object) -> str:
