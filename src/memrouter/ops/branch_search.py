@@ -197,8 +197,9 @@ class BranchMemories(Generic[W]):
         shared = shared_folder(self.config.project_dir or self.config.root)
         self._common = shared.parent if shared is not None else None
         now = fingerprint(self._common, folders)
-        if _digest(now) == mark:
+        if _digest(now) == mark:  # just looked: the first search need not look again
             self._folders, self._mark, self.entries, self.notes = folders, now, entries, notes
+            self._checked = time.monotonic()
 
     def close(self) -> None:
         if self._workspace is not None:
