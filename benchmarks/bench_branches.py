@@ -1,7 +1,10 @@
-"""Indexing several worktrees of one repository: shared vectors against one set per worktree.
+"""Branches and worktrees: shared vectors when indexing, and the cost and the share of ``search --branches local``.
 
     .venv/bin/python benchmarks/bench_branches.py [--worktrees 3] [--memories 1026] [--changed 20] [--embedder hash]
+    .venv/bin/python benchmarks/bench_branches.py --search [--branches 10] [--worktrees 3] [--memories 1000]
+    .venv/bin/python benchmarks/bench_branches.py --share
 
+Indexing (the default):
 A repository holds the ai-agents-1026 corpus (the first ``--memories`` files)
 on ``main``; each of ``--worktrees`` worktrees is on its own branch, where
 ``--changed`` memories are rewritten. Every checkout is indexed with vectors
@@ -11,6 +14,9 @@ shared_vectors`` off (each worktree embeds all of its memories) and once on
 the model embedded, the user CPU time of indexing (this process and the
 runtime's threads), and the disk the indexes and the shared file take, then
 the ratios. CPU time rather than wall time: the machine may be shared.
+
+``--search`` (``bench_branch_search.py``): the added time of ``--branches local`` on a warm search and the first
+search after a commit on another branch. ``--share``: how the share other branches' memories lose ranks them.
 """
 
 from __future__ import annotations
@@ -39,19 +45,23 @@ def git(folder: Path, *args: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-def repository(base: Path, memories: int, worktrees: int, changed: int) -> list[Path]:
-    """The main checkout and its worktrees, each branch with ``changed`` memories of its own."""
-    main = base / "main"
-    root = main / ".serena" / "memories"
-    files = sorted(CORPUS.rglob("*.md"))[:memories]
+def copy_corpus(main: Path, files: list[Path]) -> None:
+    """``files`` of the corpus in ``main``'s memories folder, committed on ``main`` of a new repository."""
     for path in files:
-        target = root / path.relative_to(CORPUS)
+        target = main / ".serena" / "memories" / path.relative_to(CORPUS)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     (main / ".gitignore").write_text(".memrouter/\nmemrouter.toml\n")
     git(main, "init", "-q", "-b", "main")
     git(main, "add", "-A")
     git(main, "commit", "-q", "-m", "memories")
+
+
+def repository(base: Path, memories: int, worktrees: int, changed: int) -> list[Path]:
+    """The main checkout and its worktrees, each branch with ``changed`` memories of its own."""
+    main = base / "main"
+    files = sorted(CORPUS.rglob("*.md"))[:memories]
+    copy_corpus(main, files)
     checkouts = [main]
     for n in range(worktrees):
         tree = base / f"wt{n}"
@@ -93,6 +103,11 @@ def index_all(checkouts: list[Path], embedder_name: str, shared: bool) -> tuple[
 
 
 def main() -> None:
+    if "--search" in sys.argv or "--share" in sys.argv:
+        from bench_branch_search import main as searching
+
+        searching()
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worktrees", type=int, default=3)
     parser.add_argument("--memories", type=int, default=1026)

@@ -152,6 +152,7 @@ class Router:
         include_archived: bool = False,
         owner: str | None = None,
         as_of: str | None = None,
+        branches: str | None = None,
     ) -> builtins.list[Hit]:
         """The best memories for ``query``, best first, each saying why it matched.
 
@@ -161,12 +162,12 @@ class Router:
         ``include_history`` / ``include_archived`` bring back, marked, what is not in effect
         (``memrouter.core.effect``). ``owner`` adds that owner's short-term scratchpad notes that match
         (``memrouter.ops.scratch``), after the rest. ``as_of`` (a date or commit) searches the memories as
-        committed then (``memrouter.ops.asof``).
-        """
+        committed then (``memrouter.ops.asof``). ``branches``: "local" adds the memories only other local branches
+        and worktrees hold, lowered and marked (``memrouter.ops.branch_search``); default ``[branches] include``."""
         return searching.search(
             self.workspace, query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses,
             tags=tags, prefix=prefix, content=content, origin=origin, include_history=include_history,
-            include_archived=include_archived, owner=owner, as_of=as_of,
+            include_archived=include_archived, owner=owner, as_of=as_of, branches=branches,
         )  # fmt: skip
 
     def measure_recall(self, *, k: int = 10, samples: int = 200) -> dict[str, Any]:

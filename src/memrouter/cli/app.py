@@ -16,6 +16,7 @@ import click
 from memrouter import __version__
 from memrouter.cli import (
     adopt,
+    branches,
     channels,
     context,
     graph,
@@ -63,7 +64,7 @@ for command in (
     services.serve, quality.doctor, quality.eval_, services.sync, services.validate, services.hook,
     services.embed_serve, team.team, graph.graph, channels.sprint, channels.promote, channels.invalidate,
     context.context, review.review, review.provenance, review.audit, janitor.janitor, ui.ui, verify.verify,
-    adopt.init, adopt.import_, adopt.export,
+    adopt.init, adopt.import_, adopt.export, branches.branches,
 ):  # fmt: skip
     main.add_command(command)
 team.team.add_command(team_bridge.sync)

@@ -53,6 +53,7 @@ class SearchRequest:
     as_of: str | None = None
     rerank: bool = False
     weak: bool = False
+    branches: str | None = None
 
 
 def run_search(request: SearchRequest) -> int:
@@ -80,7 +81,7 @@ def run_search(request: SearchRequest) -> int:
                 kinds=request.kinds, scopes=request.scopes, statuses=request.statuses, tags=request.tags,
                 prefix=request.prefix, content=request.content, origin=request.origin,
                 include_history=request.include_history, include_archived=request.include_archived,
-                as_of=request.as_of,
+                as_of=request.as_of, branches=request.branches,
             )  # fmt: skip
             took = round((time.perf_counter() - started) * 1000, 2)
             mode = choice.mode if choice is not None else router.effective_mode(request.mode)
@@ -194,8 +195,8 @@ def shown_hits(hits: Sequence[Any], weak: bool) -> list[Any]:
 
 # What each retriever is called in the text form.
 _FOUND_BY = {"lexical": "keywords", "dense": "meaning", "graph": "linked memories", "rerank": "second reading"}
-# Notes (rank 0) worth a reader's while: a memory whose code changed, a time phrase understood.
-_NOTES = ("anchors", "time")
+# Notes (rank 0) worth a reader's while: a memory whose code changed, a time phrase understood, another branch.
+_NOTES = ("anchors", "time", "branch")
 
 
 def describe_why(hit: Any, mode: str | None, plain: str = "", query: str = "") -> str:
@@ -212,7 +213,9 @@ def describe_why(hit: Any, mode: str | None, plain: str = "", query: str = "") -
             found_by = _FOUND_BY.get(match.retriever, match.retriever)
             parts.append(f"{found_by} #{match.rank}" + (f" ({detail})" if detail else ""))
         elif match.retriever in _NOTES and match.detail:
-            parts.append(f"{match.retriever}: {match.detail}")
+            parts.append(
+                f"from {match.detail}" if match.retriever == "branch" else f"{match.retriever}: {match.detail}"
+            )
     keyword_only = any(m.retriever == "mode" or (m.retriever == "dense" and not m.rank) for m in hit.why)
     if mode:
         parts.append("keyword-only (see the note above)" if keyword_only and mode != "lexical" else f"{mode} search")

@@ -10,6 +10,7 @@ neither click nor anything a search does not need.
 
 from __future__ import annotations
 
+from memrouter.config.sections import BRANCH_CHOICES
 from memrouter.core.model import MODES
 from memrouter.core.query import MAX_LIMIT
 from memrouter.core.records import record
@@ -55,6 +56,9 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
     Option(("--include-archived",), "include_archived", "flag",
            "Also archived sprint memories, marked, after the others."),
     Option(("--as-of",), "as_of", "value", "Search the memories as committed at this date (2026-01-05) or commit."),
+    Option(("--branches",), "branches", "value",
+           "'local': also the memories only other local branches and worktrees hold, lowered and marked "
+           "(default from configuration: none).", choices=BRANCH_CHOICES),
     Option(("--rerank",), "rerank", "flag", "Read the best candidates again, word by word (see [search] rerank)."),
     Option(("--origin",), "origin", "value",
            "Only 'canonical', or only one external backend by name (fails with exit 3 if it is down)."),

@@ -15,9 +15,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GLOBS",
     "AnchorsConfig",
+    "BRANCH_CHOICES",
+    "BranchesConfig",
     "ContextConfig",
     "JanitorConfig",
     "anchors_config",
+    "branches_config",
     "context_config",
     "janitor_config",
     "mcp_tools",
@@ -53,6 +56,21 @@ class AnchorsConfig:
     # The share of its score a stale or broken memory loses in search (still found, marked in ``why``);
     # measured on the ai-agents golden set by benchmarks/bench_anchors.py (docs/anchors.md).
     stale_share: float = 0.2
+
+
+@record
+class BranchesConfig:
+    """Other local branches and worktrees in search (``memrouter.ops.branch_search``)."""
+
+    # "none": this checkout's memories only (the default); "local": also those only other local branches and
+    # worktrees hold.
+    include: str = "none"
+    # The share of its relevance (which places it) and score a memory from another branch loses in search; measured by
+    # benchmarks/bench_branches.py --share (docs/branches.md).
+    share: float = 0.2
+
+
+BRANCH_CHOICES = ("none", "local")
 
 
 @record
@@ -113,6 +131,18 @@ def anchors_config(section: Any) -> AnchorsConfig:
     if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
         raise ConfigError(f"[anchors] stale_share must be a number from 0 to 1 (0: no lowering), got {share!r}")
     return AnchorsConfig(infer, float(share))
+
+
+def branches_config(section: Any) -> BranchesConfig:
+    if not isinstance(section, dict):
+        raise ConfigError("[branches] must be a table")
+    include = section.get("include", BranchesConfig().include)
+    if include not in BRANCH_CHOICES:
+        raise ConfigError(f'[branches] include must be "none" or "local", got {include!r}')
+    share = section.get("share", BranchesConfig().share)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1:
+        raise ConfigError(f"[branches] share must be a number from 0 to below 1 (0: no lowering), got {share!r}")
+    return BranchesConfig(include, float(share))
 
 
 def sources(section: Any) -> tuple[str, ...]:

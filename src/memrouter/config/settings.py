@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memrouter.config import sections
-from memrouter.config.sections import DEFAULT_GLOBS, AnchorsConfig, ContextConfig, JanitorConfig
+from memrouter.config.sections import DEFAULT_GLOBS, AnchorsConfig, BranchesConfig, ContextConfig, JanitorConfig
 from memrouter.core.errors import ConfigError
 from memrouter.core.model import MODES
 from memrouter.core.records import field, record, replace
@@ -69,6 +69,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
         "anchors",
         "sources",
         "mcp",
+        "branches",
     ),
     "search": (
         "mode",
@@ -95,6 +96,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "team": ("claude_flow",),
     "team.claude_flow": ("command", "cwd", "workflow", "timeout", "interval", "health_ttl"),
     "mcp": ("tools",),
+    "branches": ("include", "share"),
 }
 
 
@@ -192,6 +194,7 @@ class Config:
     # second stage asks that endpoint (when ``[search] rerank`` is on).
     embed_endpoint: EndpointConfig | None = None
     rerank_endpoint: EndpointConfig | None = None
+    branches: BranchesConfig = field(default_factory=BranchesConfig)  # ``[branches]``: other branches in search
 
     @property
     def embedder_options(self) -> dict[str, Any]:
@@ -238,6 +241,7 @@ class Config:
             "context": {"margin": self.context.margin},
             "sources": list(self.sources),
             "mcp_tools": list(self.mcp_tools),
+            "branches": {"include": self.branches.include, "share": self.branches.share},
             "unknown_keys": list(self.unknown_keys),
         }
 
@@ -338,6 +342,7 @@ class Config:
             sections.janitor_config(settings.get("janitor", {})), sections.context_config(settings.get("context", {})),
             sections.anchors_config(settings.get("anchors", {})), background, bridge, sections.sources(settings.get("sources", {})),
             sections.mcp_tools(settings.get("mcp", {})), on_search, embed_endpoint, rerank_endpoint,
+            sections.branches_config(settings.get("branches", {})),
         )  # fmt: skip
 
 

@@ -175,26 +175,17 @@ def _memrouter_tools(tool: _Tools, service: MemoryService, pinned_agent: str | N
         include_history: bool = False,
         include_archived: bool = False,
         as_of: str | None = None,
+        branches: Literal["none", "local"] | None = None,
         ctx: Context[Any, Any] | None = None,
     ) -> CallToolResult:
-        """Find memories by words or meaning: names, titles, snippets, why each matched. Read one with get_memory. include_history/include_archived: retired ones too; as_of: a date or commit."""
+        """Find memories by words or meaning (name, title, snippet, why). Read one with get_memory. include_history/include_archived: retired too; as_of: a date or commit; branches=local: other branches too."""
         owner = scratch_owner(ctx, pinned_agent)
 
         def body() -> CallToolResult:
-            return _run(
-                lambda: service.search(
-                    query,
-                    limit,
-                    mode,
-                    channels,
-                    kinds,
-                    tags,
-                    include_history,
-                    include_archived,
-                    owner=owner,
-                    as_of=as_of,
-                )  # fmt: skip
-            )
+            return _run(lambda: service.search(
+                query, limit, mode, channels, kinds, tags, include_history, include_archived, owner=owner,
+                as_of=as_of, branches=branches,
+            ))  # fmt: skip
 
         config = service.router.config
         if (mode or config.search.mode) == "lexical" and not config.index.url:

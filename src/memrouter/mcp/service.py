@@ -86,6 +86,7 @@ class MemoryService:
         include_archived: bool = False,
         owner: str | None = None,
         as_of: str | None = None,
+        branches: str | None = None,
     ) -> dict[str, Any]:
         """The best memories for ``query``: name, title, score, snippet and why each matched.
 
@@ -104,6 +105,7 @@ class MemoryService:
             include_archived=include_archived is True,
             owner=owner if as_of is None else None,
             as_of=as_of,
+            branches=branches,
         )
         retrievers = sorted({m.retriever for hit in hits for m in hit.why} - {"mode"})  # the weak hits' too
         good = [hit for hit in hits if not hit.weak]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import builtins
 
+from memrouter.config.sections import BRANCH_CHOICES
 from memrouter.core.effect import HISTORY_RULES, out_of_effect
 from memrouter.core.errors import EndpointError, InvalidInput, NotInstalled
-from memrouter.core.model import MODES, Hit, Match, ModeChoice
+from memrouter.core.model import MODES, Filters, Hit, Match, ModeChoice
 from memrouter.core.query import check_limit, check_query, iso_time, make_filters, search_filters
 from memrouter.core.records import replace
 from memrouter.index.search import CANONICAL
 from memrouter.index.sqlite.queries import validity_rows
-from memrouter.ops.relevance import judged
+from memrouter.ops.relevance import FLOOR, judged
 from memrouter.ops.workspace import Workspace
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from memrouter.index.sqlite.refresh import Progress
 
 
-__all__ = ["FIX", "choose_mode", "effective_mode", "past", "search"]
+__all__ = ["FIX", "check_branches", "choose_mode", "effective_mode", "past", "search"]
 
 
 def _marked(ws: Workspace, hits: builtins.list[Hit], now: float) -> builtins.list[Hit]:
@@ -99,6 +100,46 @@ def choose_mode(
     return ModeChoice(asked, asked, pending, done)
 
 
+def check_branches(branches: object) -> str:
+    """``branches`` checked: "none" (this checkout's memories) or "local" (also other local branches')."""
+    if branches not in BRANCH_CHOICES:
+        raise InvalidInput(f"branches must be one of {', '.join(BRANCH_CHOICES)}, got {branches!r}")
+    return str(branches)
+
+
+def _with_branches(
+    ws: Workspace, hits: builtins.list[Hit], query: str, limit: int, mode: str, filters: Filters, content: bool,
+    now: float,
+) -> builtins.list[Hit]:  # fmt: skip
+    """``hits`` (of a search that ran in ``mode``) with the memories only other local branches and worktrees hold
+    (``memrouter.ops.branch_search``)."""
+    from memrouter.ops.branch_search import BranchMemories, merge  # only a search across branches needs git here
+
+    with ws.lock:
+        if ws.others is None:
+            ws.others = BranchMemories(ws.config, lambda config: Workspace(config, watch=False))
+        others = ws.others
+        extra = others.workspace()
+        changed, others.changed = others.changed, False
+    if extra is None:
+        return hits
+    if changed:
+        extra.index.indexed(extra.index.refresh)
+
+    def found() -> builtins.list[Hit]:
+        # The mode the checkout's search ran in; the copies of its memories take their vectors from the shared
+        # file, so only the other places' own texts meet the model.
+        run = mode
+        try:
+            extra.ensure_fresh(embedded=run != "lexical")
+        except (NotInstalled, EndpointError):
+            run = "lexical"
+        deep = 2 * limit  # deep enough to reach most of the checkout's own hits there too
+        return judged(extra, query, extra.pipeline.run(query, deep, run, filters, content, now), run)
+
+    return merge(hits, extra.index.indexed(found), others.entries, ws.config.branches.share, limit, FLOOR)
+
+
 def effective_mode(ws: Workspace, mode: str | None = None) -> str:
     """See ``Router.effective_mode``: the mode a search would run in now (nothing is embedded to tell)."""
     return choose_mode(ws, mode, embed=False).mode
@@ -135,14 +176,18 @@ def search(
     include_archived: bool = False,
     owner: str | None = None,
     as_of: str | None = None,
+    branches: str | None = None,
 ) -> builtins.list[Hit]:
     """See ``Router.search``."""
     if as_of is not None:
+        if branches is not None and check_branches(branches) == "local":
+            raise InvalidInput("a search as of a date or commit reads that commit alone: leave out branches")
         return search(
             past(ws, as_of), query, limit, mode, channels=channels, kinds=kinds, scopes=scopes, statuses=statuses,
             tags=tags, prefix=prefix, content=content, include_history=include_history,
-            include_archived=include_archived,
+            include_archived=include_archived, branches="none",
         )  # fmt: skip
+    branches = check_branches(ws.config.branches.include if branches is None else branches)
     query = check_query(query)
     limit = check_limit(ws.config.search.limit if limit is None else limit)
     asked = make_filters(channels=channels, kinds=kinds, scopes=scopes, statuses=statuses, tags=tags, prefix=prefix)
@@ -163,6 +208,8 @@ def search(
         return _marked(ws, found, now) if filters.now is None or filters.archived else found
 
     hits = ws.index.indexed(canonical)
+    if branches == "local":
+        hits = _with_branches(ws, hits, query, limit, choice.mode, filters, content, now)
     if owner is not None and (not asked.channels or "short_term" in asked.channels) and len(hits) < limit:
         hits += ws.scratchpad().search(owner, query, limit - len(hits))
     if origin == CANONICAL or not ws.config.backends or not asked.empty:

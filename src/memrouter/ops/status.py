@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memrouter.index.sqlite.anchor_marks import state_counts
+from memrouter.ops.branches import diverged, explain
 from memrouter.ops.external import backend_status
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.ops.search import FIX
@@ -28,6 +29,8 @@ def status(ws: Workspace) -> dict[str, Any]:
     if rerank is not None and not rerank["ok"]:
         warnings.append(f"reranking endpoint unavailable, the second stage is skipped: {rerank['error']}")
     warnings += [f"unknown configuration key {key!r} (ignored)" for key in ws.config.unknown_keys]
+    divergences = diverged(ws.config)
+    warnings += [f"{explain(d)}: `memrouter branches` shows the versions" for d in divergences]
     return {
         "root": str(ws.config.root),
         "project": str(ws.config.project_dir) if ws.config.project_dir else None,
@@ -40,6 +43,7 @@ def status(ws: Workspace) -> dict[str, Any]:
         "warnings": warnings,
         "config": ws.config.summary(),
         "backends": backend_status(ws),
+        "diverged": [d.to_dict() for d in divergences],
     }
 
 

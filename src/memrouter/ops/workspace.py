@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memrouter.index.sqlite.connection import IndexConnection
     from memrouter.ops.asof import PastIndexes
     from memrouter.ops.audit import MemoryAudit
+    from memrouter.ops.branch_search import BranchMemories
     from memrouter.ops.scratch import Scratchpad
     from memrouter.team import Team
 
@@ -87,6 +88,7 @@ class Workspace:
         self.pipeline = SearchPipeline(self.index, self.reader, config, self.activity, self.content_of)
         # Opened on first use.
         self.past: PastIndexes[Workspace] | None = None  # made by the first search as of a date or commit
+        self.others: BranchMemories[Workspace] | None = None  # made by the first search with other branches' memories
         self._services: ExternalServices | None = None
         self._team: Team | None = None
         self._scratch: Scratchpad | None = None
@@ -176,6 +178,8 @@ class Workspace:
                 self._scratch.close()
             if self.past is not None:
                 self.past.close()
+            if self.others is not None:
+                self.others.close()
             if self._team is not None:
                 self._team.close()
             if self._services is not None:

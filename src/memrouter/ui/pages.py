@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from memrouter.core.errors import InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import CHANNELS, MODES, STATUSES, Memory, Provenance, Relation
+from memrouter.ops.branches import diverged
 from memrouter.ops.verify import verify
 from memrouter.repo.git import GitError
 from memrouter.ui.graphview import MAX_OPEN, Drawing, build
@@ -155,8 +156,13 @@ def memory(ui: UiContext, request: Request) -> Response:
         path=relative_path(ui, found.path), history=_history(ui, found.name), neighbours=_neighbours(ui, found.name),
         sync=ui.router.sync_states(found.name, found.hash) if as_of is None else [],
         flags=[str(f) for f in flags] if isinstance(flags, list) else [], title=found.title or found.name,
-        anchors=anchors, anchors_error=anchors_error,
+        anchors=anchors, anchors_error=anchors_error, diverged=_diverged(ui, found.name) if as_of is None else None,
     )  # fmt: skip
+
+
+def _diverged(ui: UiContext, name: str) -> Any:
+    """The memory's versions when two branches changed it differently (``memrouter branches``), else None."""
+    return next((found for found in diverged(ui.router.config) if found.name == name), None)
 
 
 def _provenance(ui: UiContext, name: str) -> Provenance | None:

@@ -14,7 +14,9 @@ __all__ = ["ACTIONS", "REASONS", "Entry", "Finding", "JanitorReport", "Proposal"
 # archive (status: archived, for a memory long unused); review (a stale memory) is left to a person.
 ACTIONS = ("supersede", "expire", "review", "archive")
 # Why: one of these, the key of the finding's evidence.
-REASONS = ("duplicate", "near_duplicate", "contradiction", "expired", "sprint_over", "stale_anchors", "unused")
+REASONS = (
+    "duplicate", "near_duplicate", "contradiction", "expired", "sprint_over", "stale_anchors", "unused", "diverged",
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,10 @@ from memrouter.core.records import replace
 from memrouter.index.sqlite import anchor_marks
 from memrouter.index.sqlite.access import usage_since
 from memrouter.index.sqlite.queries import consolidation_rows
+from memrouter.ops.branches import diverged, explain
 from memrouter.ops.janitor.analyse import analyse
 from memrouter.ops.janitor.anchored import anchor_proposals
-from memrouter.ops.janitor.records import Entry, JanitorReport, Proposal
+from memrouter.ops.janitor.records import Entry, Finding, JanitorReport, Proposal
 from memrouter.ops.lifecycle import Lifecycle
 from memrouter.store.sources import is_source_name, source_file_of
 from memrouter.store.sprints import read_sprints
@@ -81,6 +82,11 @@ def run_janitor(ws: Workspace, *, apply: bool = False) -> JanitorReport:
         watched_since,
     )  # fmt: skip
     findings, proposals = [*findings, *more], [*proposals, *extra]
+    for divergence in diverged(ws.config):  # a person merges the versions: review, never applied
+        versions = [version.to_dict() for version in divergence.versions]
+        findings.append(Finding("diverged", (divergence.name,), {"versions": versions}))
+        reason = f"janitor: {explain(divergence)} since their merge base; merge the versions (`memrouter branches`)"
+        proposals.append(Proposal("review", divergence.name, reason, None, ("diverged",)))
     notices = [f"{pending} memories await review (status: pending_review): left to the review queue"] * bool(pending)
     notices += [
         f"sprint {s.id} ended on {s.end} and is still open: `memrouter sprint close` promotes or archives its memories"
