@@ -21,6 +21,7 @@ from memrouter.repo.tree import collect, grep_lines
 
 __all__ = ["NameIndex"]
 
+_UNSEEN: dict[str, None] = {}  # a path not met yet in ``read``
 _SOURCES = tuple(f"*{suffix}" for suffix, language in EXTENSIONS.items() if language)
 
 
@@ -75,12 +76,19 @@ class NameIndex:
         else:
             for path in paths:
                 self.files.pop(path, None)
+        # Each file's lines come together: its path is decoded and its language looked up once, and its names are
+        # kept in a dict (in order, each once).
+        found: dict[bytes, dict[str, None] | None] = {}  # path as git wrote it -> its names (None: no source file)
         for record in output.split(b"\n"):
             parts = record.split(b"\0", 2)
             if len(parts) != 3:
                 continue
-            path = parts[0].decode("utf-8", "surrogateescape")
-            if language_for(path) is None and PurePosixPath(path).suffix:
+            names = found.get(parts[0], _UNSEEN)
+            if names is _UNSEEN:
+                path = parts[0].decode("utf-8", "surrogateescape")
+                names = None if language_for(path) is None and PurePosixPath(path).suffix else {}
+                found[parts[0]] = names
+            if names is None:
                 continue
             text = parts[2].decode("utf-8", "replace")
             name = definition_names(text)
@@ -88,11 +96,11 @@ class NameIndex:
                 continue
             # A definition at the start of its line (not a Go method) is top-level: its dotted name is its name.
             outermost = text[:1] not in (" ", "\t") and not text.startswith("func (")
-            names = self.files.setdefault(path, [])
             for item in (name, name.lower()) if "-" in name else (name,):
-                entry = f"^{item}" if outermost else item
-                if entry not in names:
-                    names.append(entry)
+                names[f"^{item}" if outermost else item] = None
+        for raw, names in found.items():
+            if names:
+                self.files[raw.decode("utf-8", "surrogateescape")] = list(names)
         self.head = head
         self._by_name = None
 
