@@ -49,6 +49,10 @@ class Repository:
         """(blob id, bytes) of ``path`` in commit ``seq``."""
         return self.blobs.read(f"{self.history.commit(seq)}:{path}")
 
+    def id_at(self, seq: int, path: str) -> str | None:
+        """The blob id of ``path`` in commit ``seq`` (the blob itself is not read)."""
+        return self.blobs.blob_id(f"{self.history.commit(seq)}:{path}")
+
     def prefetch(self, wanted: list[tuple[int, str]]) -> None:
         """Read these (seq, path) blobs in one exchange with git."""
         self.blobs.read_many([f"{self.history.commit(seq)}:{path}" for seq, path in wanted])

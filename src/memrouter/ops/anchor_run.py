@@ -286,6 +286,7 @@ class Run:
         head_seq = self.history.last
         planned: list[tuple[str, str, list[Anchor], Baseline, list[str], str | None, str | None, list[str]]] = []
         wanted: list[str] = []
+        wanted_ids: list[str] = []  # a file anchor's: whether the file is the same needs only its id
         for name, _, value, anchors_json, extra_json in pending:
             memory_path = self._memory_path(name)
             anchors = [parse_anchor(entry) for entry in json_list(anchors_json)]
@@ -309,11 +310,11 @@ class Run:
                 continue
             planned.append((name, value, anchors, base, notes, baseline, verified, watched))
             if base.seq is not None:  # the anchored files as the memory saw them, read in one exchange below
-                wanted += [
-                    f"{baseline}:{anchor.path}" for anchor in anchors
-                    if anchor.path and self.history.changed_after(anchor.path, base.seq)
-                ]  # fmt: skip
+                for anchor in anchors:
+                    if anchor.path and self.history.changed_after(anchor.path, base.seq):
+                        (wanted_ids if anchor.kind == "file" else wanted).append(f"{baseline}:{anchor.path}")
         self.blobs.read_many(wanted)
+        self.blobs.read_ids(wanted_ids)
         for name, value, anchors, base, notes, baseline, verified, watched in planned:
             checks = [item for item in (checker.check(anchor, base) for anchor in anchors) if item is not None]
             if not checks:  # every inferred path was gone before the memory: remembered as having no anchor
