@@ -36,6 +36,9 @@ def test_blob_ids_come_without_the_blobs_and_agree_with_them(tmp_path: Path) -> 
         # No blob there: a missing path (with a space, as git echoes it back), a folder, a bad spec.
         for spec in (f"{first}:src/gone file.py", f"{first}:src", "", "two\nlines"):
             assert blobs.blob_id(spec) is None
+        for spec in (f"{first}:src/gone file.py", f"{first}:src/gone", f"{first}:src"):
+            assert blobs.read(spec) is None
+        assert blobs.read(f"{first}:src/with space.py") == (blobs.blob_id(specs[2]), b"B = 2\n")
         # A blob read whole gives its id as well; the ids agree.
         found = blobs.read(specs[1])
         assert found is not None and found[0] == blobs.blob_id(specs[1])

@@ -244,7 +244,9 @@ class BlobReader:
         try:
             for spec in wanted:
                 header = out.readline().split(b" ")
-                if len(header) != 3:
+                if len(header) != 3 or not header[2].strip().isdigit():  # "<spec> missing": a spec may hold spaces
+                    if not header[0]:
+                        raise GitError("git cat-file --batch ended")
                     self._known[spec] = None
                     continue
                 size = int(header[2])
