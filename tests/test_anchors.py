@@ -456,3 +456,15 @@ def test_an_mcp_save_says_what_the_memory_is_tied_to(project: Path) -> None:
         assert "anchors" not in plain
         cached = router.workspace.conn.execute("SELECT count(*) FROM anchor_inferred").fetchone()[0]
         assert cached >= 2  # recorded: the next verification reads them from the index
+
+
+def test_a_first_runs_early_names_read_is_stopped_when_no_memory_needs_it(project: Path) -> None:
+    """With no names cached and HEAD moved, git starts reading the defined names at once (a first run infers);
+    when every memory is kept from its last check after all, that git is stopped and the states are the same."""
+    with open_router(project) as router:
+        first = verify(router.workspace)
+        conn = router.workspace.conn
+        conn.execute("DELETE FROM anchor_cache WHERE key IN ('names', 'history.head')")
+        conn.commit()
+        assert states(verify(router.workspace)) == states(first)
+        assert conn.execute("SELECT count(*) FROM anchor_cache WHERE key = 'names'").fetchone()[0] == 0

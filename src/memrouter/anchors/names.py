@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from memrouter.anchors.infer import DEFINITION_LINE, definition_names
 from memrouter.anchors.symbols import EXTENSIONS, language_for
 from memrouter.repo.git import GitError
+from memrouter.repo.history import RunningLog, finish_log
 from memrouter.repo.tree import collect, grep_lines
 
 __all__ = ["NameIndex"]
@@ -71,6 +72,26 @@ class NameIndex:
             if top is None or "perl" not in str(exc).lower():
                 raise
             output = collect(self.start(top, paths, perl=False), "grep", ok=(0, 1))  # a git built without PCRE
+        self.take(output, head, paths)
+
+    @classmethod
+    def start_drained(cls, top: Path) -> RunningLog:
+        """``start`` over every source file, its output taken in by threads as git writes it (``RunningLog``):
+        started before the names are needed, git goes on instead of waiting for its pipe to be read."""
+        return RunningLog(cls.start(top))
+
+    def read_drained(self, running: RunningLog, head: str | None, top: Path) -> None:
+        """Take in what ``start_drained`` read (read again as ``read`` does, with its fallback, if git failed)."""
+        try:
+            output = finish_log(running)
+        except GitError:
+            if running.process.returncode != 1:  # 1: nothing matched
+                return self.read(self.start(top), head, top=top)
+            output = b""
+        self.take(output, head, None)
+
+    def take(self, output: bytes, head: str | None, paths: list[str] | None) -> None:
+        """Take in ``git grep`` output (``start``'s), replacing what ``paths`` defined (everything when None)."""
         if paths is None:
             self.files = {}
         else:
