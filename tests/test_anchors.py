@@ -468,3 +468,24 @@ def test_a_first_runs_early_names_read_is_stopped_when_no_memory_needs_it(projec
         conn.commit()
         assert states(verify(router.workspace)) == states(first)
         assert conn.execute("SELECT count(*) FROM anchor_cache WHERE key = 'names'").fetchone()[0] == 0
+
+
+def test_files_parsed_ahead_are_parsed_once_and_only_while_there_is_time(project: Path) -> None:
+    """``parse_ahead`` (run while git reads the history) parses the source files now, each once, skipping what a
+    check would not parse (no file, no grammar), and stops as soon as it is told there is no more time."""
+    from memrouter.anchors.reading import Repository
+    from memrouter.repo.history import PathHistory
+    from memrouter.repo.tree import BlobReader, work_tree
+
+    put(project, "data.bin", b"\0\1\2")
+    with BlobReader(project) as blobs:
+        repository = Repository(project, PathHistory(), work_tree(project), blobs, Parsers())
+        wanted = ["billing/invoice.py", "lib/gone.py", "docs/guide.txt", "data.bin", "billing/tax.py"]
+        assert repository.parse_ahead(wanted, lambda: False) == 0 and not repository.learned
+        assert repository.parse_ahead([*wanted, "billing/invoice.py"], lambda: True) == 2
+        assert repository.parse_ahead(wanted, lambda: True) == 0  # parsed already
+        invoice = repository.now("billing/invoice.py")
+        assert invoice is not None and set(repository.learned[invoice[0]][1]) >= {"Invoice.total", "Invoice.subtotal"}
+        rounds = iter([True, False])
+        fresh = Repository(project, PathHistory(), work_tree(project), blobs, Parsers())
+        assert fresh.parse_ahead(["billing/invoice.py", "billing/tax.py"], lambda: next(rounds)) == 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memrouter.anchors.reading import Blob, Repository
+from memrouter.anchors.reading import MAX_PARSE, Blob, Repository
 from memrouter.anchors.records import AnchorCheck
 from memrouter.anchors.spec import EXPLICIT, Anchor
 from memrouter.anchors.symbols import Definition, language_for
@@ -45,7 +45,6 @@ __all__ = ["Baseline", "Checker"]
 
 WALK = 12  # versions of a file read to find which commits changed a symbol (the newest ones)
 MOVE_CANDIDATES = 400  # files changed since the baseline searched for a symbol that left its file
-MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
 _FAMILY = {"tsx": "typescript", "javascript": "typescript"}  # a symbol may move between these
 
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrouter.anchors.symbols import Definition, Parsers
+from memrouter.anchors.symbols import Definition, Parsers, language_for
 from memrouter.repo.history import PathHistory
 from memrouter.repo.tree import BlobReader, WorkTree, blob_id
 
-__all__ = ["Blob", "Repository"]
+__all__ = ["MAX_PARSE", "Blob", "Repository"]
 
 Blob = tuple[str, bytes]
+MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
 
 
 @dataclass
@@ -68,6 +69,22 @@ class Repository:
                     self.learned[key] = (language, found)
             self._definitions[key] = found
         return self._definitions[key]
+
+    def parse_ahead(self, paths: Iterable[str], going: Callable[[], bool]) -> int:
+        """Parse the files at ``paths`` as they are now while ``going()`` says there is time: a check will likely
+        want their definitions and finds them parsed. How many were parsed."""
+        parsed = 0
+        for path in dict.fromkeys(paths):
+            if not going():
+                break
+            blob = self.now(path)
+            if blob is None or blob[0] in self._definitions or len(blob[1]) > MAX_PARSE or b"\0" in blob[1][:8000]:
+                continue  # no file, parsed already, or one a check does not parse
+            language = language_for(path, blob[1][:200])
+            if language and self.parsers.available(language):
+                self.definitions(blob, language)
+                parsed += 1
+        return parsed
 
     def uncommitted(self, path: str) -> bool:
         if self.staged:
