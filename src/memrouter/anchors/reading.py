@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memrouter.anchors.symbols import Definition, Parsers, language_for
+from memrouter.anchors.text import is_binary
 from memrouter.repo.history import PathHistory
 from memrouter.repo.tree import BlobReader, WorkTree, blob_id
 
@@ -78,7 +79,7 @@ class Repository:
             if not going():
                 break
             blob = self.now(path)
-            if blob is None or blob[0] in self._definitions or len(blob[1]) > MAX_PARSE or b"\0" in blob[1][:8000]:
+            if blob is None or blob[0] in self._definitions or len(blob[1]) > MAX_PARSE or is_binary(blob[1]):
                 continue  # no file, parsed already, or one a check does not parse
             language = language_for(path, blob[1][:200])
             if language and self.parsers.available(language):

@@ -145,7 +145,7 @@ class Run:
         early: dict[str, tuple[list[Anchor], set[str]]] = {}
         if log_process is not None and pending and ws.config.anchors.infer:
             reread, early = self._infer_beside_log(pending, checker)
-        if log_process is not None:  # while git still reads, the files the symbols inferred are in are parsed
+        if log_process is not None:  # while git still reads the history: the files of the inferred symbols, parsed
             going = lambda: log_process.process.poll() is None  # noqa: E731
             checker.parse_ahead((a.path for found, _ in early.values() for a in found if a.symbol and a.path), going)
             self.history = history or PathHistory()
