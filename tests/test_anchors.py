@@ -489,3 +489,16 @@ def test_files_parsed_ahead_are_parsed_once_and_only_while_there_is_time(project
         rounds = iter([True, False])
         fresh = Repository(project, PathHistory(), work_tree(project), blobs, Parsers())
         assert fresh.parse_ahead(["billing/invoice.py", "billing/tax.py"], lambda: next(rounds)) == 1
+
+
+def test_paths_with_spaces_added_after_the_memory_are_checked(project: Path) -> None:
+    """A file anchor and a lines anchor whose path holds a space and was no file at the memory's commit: git
+    answers "<commit>:<path> missing" for it, which must not be read as a size (that failed the whole run)."""
+    memory(project, "spaced", '---\nanchors: ["docs/my notes.md", "docs/my notes.md:L1-L1"]\n---\n# Notes\n\nSee.\n')
+    commit(project, "a memory of notes to come")
+    put(project, "docs/my notes.md", "first\nsecond\n")
+    commit(project, "the notes")
+    with open_router(project) as router:
+        report = verify(router.workspace, ["spaced"])
+    found = {(a.kind, a.status) for a in report.memories[0].anchors}
+    assert found == {("file", "fresh"), ("lines", "fresh")}
