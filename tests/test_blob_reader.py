@@ -42,8 +42,13 @@ def test_blob_ids_come_without_the_blobs_and_agree_with_them(tmp_path: Path) -> 
         # A blob read whole gives its id as well; the ids agree.
         found = blobs.read(specs[1])
         assert found is not None and found[0] == blobs.blob_id(specs[1])
+        assert blobs._checker is None  # a few ids were read with their blobs: no second git process
         # A list longer than a pipe's buffer is written while the answers are read.
         many = [f"{second}:src/a.py:{number}" for number in range(3000)] + [f"{second}:src/a.py"]
         blobs.read_ids(many)
         assert blobs.blob_id(many[-1]) == blobs.blob_id(specs[1])
         assert all(blobs.blob_id(spec) is None for spec in many[:-1])
+        assert blobs._checker is not None
+        # Once it runs, a single id is asked of it (the blob is not read).
+        assert blobs.blob_id("HEAD~1:src/with space.py") == git(repo, "rev-parse", f"{first}:src/with space.py")
+        assert "HEAD~1:src/with space.py" not in blobs._known

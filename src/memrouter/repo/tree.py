@@ -32,6 +32,9 @@ __all__ = [
 ]
 
 
+FEW_IDS = 32  # fewer blob ids than this are read with their blobs (see ``BlobReader.read_ids``)
+
+
 def blob_id(data: bytes) -> str:
     """The id git gives a blob of ``data`` (SHA-1 of ``blob <size>\\0`` and the bytes)."""
     digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
@@ -260,21 +263,25 @@ class BlobReader:
 
     def blob_id(self, spec: str) -> str | None:
         """The blob id of ``spec`` (as ``read`` takes it), without reading the blob when it was not read yet."""
+        if spec not in self._known and spec not in self._ids:
+            self.read_ids([spec])
         if spec in self._known:
             found = self._known[spec]
             return found[0] if found is not None else None
-        if spec not in self._ids:
-            self.read_ids([spec])
         return self._ids.get(spec)
 
     def read_ids(self, specs: list[str]) -> None:
         """Look up the blob id of every spec not known yet, in one exchange with ``git cat-file --batch-check``
-        (git finds the ids without inflating the blobs): whether a file is the same needs no more."""
+        (git finds the ids without inflating the blobs): whether a file is the same needs no more. A few, while
+        that process is not running, are read whole instead: starting a second git costs more than they do."""
         wanted = [spec for spec in dict.fromkeys(specs) if spec not in self._ids and spec not in self._known]
         for spec in [spec for spec in wanted if not spec or "\n" in spec]:
             self._ids[spec] = None
             wanted.remove(spec)
         if not wanted:
+            return
+        if self._checker is None and len(wanted) < FEW_IDS:
+            self.read_many(wanted)
             return
         if self._checker is None:
             self._checker = start(
