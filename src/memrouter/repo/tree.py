@@ -210,7 +210,8 @@ def _text(raw: bytes) -> str:
 
 class BlobReader:
     """One ``git cat-file --batch`` process for a verification: blobs read in batches or one at a time,
-    each remembered (a blob never changes). Close it when done."""
+    each remembered (a blob never changes); and, for many blob ids wanted without the blobs, one
+    ``git cat-file --batch-check``. Close it when done."""
 
     def __init__(self, top: Path) -> None:
         self.top = top
