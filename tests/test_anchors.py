@@ -456,3 +456,49 @@ def test_an_mcp_save_says_what_the_memory_is_tied_to(project: Path) -> None:
         assert "anchors" not in plain
         cached = router.workspace.conn.execute("SELECT count(*) FROM anchor_inferred").fetchone()[0]
         assert cached >= 2  # recorded: the next verification reads them from the index
+
+
+def test_a_first_runs_early_names_read_is_stopped_when_no_memory_needs_it(project: Path) -> None:
+    """With no names cached and HEAD moved, git starts reading the defined names at once (a first run infers);
+    when every memory is kept from its last check after all, that git is stopped and the states are the same."""
+    with open_router(project) as router:
+        first = verify(router.workspace)
+        conn = router.workspace.conn
+        conn.execute("DELETE FROM anchor_cache WHERE key IN ('names', 'history.head')")
+        conn.commit()
+        assert states(verify(router.workspace)) == states(first)
+        assert conn.execute("SELECT count(*) FROM anchor_cache WHERE key = 'names'").fetchone()[0] == 0
+
+
+def test_files_parsed_ahead_are_parsed_once_and_only_while_there_is_time(project: Path) -> None:
+    """``parse_ahead`` (run while git reads the history) parses the source files now, each once, skipping what a
+    check would not parse (no file, no grammar), and stops as soon as it is told there is no more time."""
+    from memrouter.anchors.reading import Repository
+    from memrouter.repo.history import PathHistory
+    from memrouter.repo.tree import BlobReader, work_tree
+
+    put(project, "data.bin", b"\0\1\2")
+    with BlobReader(project) as blobs:
+        repository = Repository(project, PathHistory(), work_tree(project), blobs, Parsers())
+        wanted = ["billing/invoice.py", "lib/gone.py", "docs/guide.txt", "data.bin", "billing/tax.py"]
+        assert repository.parse_ahead(wanted, lambda: False) == 0 and not repository.learned
+        assert repository.parse_ahead([*wanted, "billing/invoice.py"], lambda: True) == 2
+        assert repository.parse_ahead(wanted, lambda: True) == 0  # parsed already
+        invoice = repository.now("billing/invoice.py")
+        assert invoice is not None and set(repository.learned[invoice[0]][1]) >= {"Invoice.total", "Invoice.subtotal"}
+        rounds = iter([True, False])
+        fresh = Repository(project, PathHistory(), work_tree(project), blobs, Parsers())
+        assert fresh.parse_ahead(["billing/invoice.py", "billing/tax.py"], lambda: next(rounds)) == 1
+
+
+def test_paths_with_spaces_added_after_the_memory_are_checked(project: Path) -> None:
+    """A file anchor and a lines anchor whose path holds a space and was no file at the memory's commit: git
+    answers "<commit>:<path> missing" for it, which must not be read as a size (that failed the whole run)."""
+    memory(project, "spaced", '---\nanchors: ["docs/my notes.md", "docs/my notes.md:L1-L1"]\n---\n# Notes\n\nSee.\n')
+    commit(project, "a memory of notes to come")
+    put(project, "docs/my notes.md", "first\nsecond\n")
+    commit(project, "the notes")
+    with open_router(project) as router:
+        report = verify(router.workspace, ["spaced"])
+    found = {(a.kind, a.status) for a in report.memories[0].anchors}
+    assert found == {("file", "fresh"), ("lines", "fresh")}

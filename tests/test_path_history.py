@@ -33,3 +33,18 @@ def test_git_log_runs_to_its_end_before_anyone_collects_it(tmp_path: Path) -> No
     history.extend(output)
     assert history.last == 1
     assert all(history.known(f"src/a-rather-long-module-name-for-the-log-{n:05}.py") for n in (0, 1234, 2999))
+
+
+def test_a_running_log_that_is_not_wanted_is_stopped(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-qm", "a"],
+        check=True,
+    )
+    running = start_log(repo, None, "HEAD")
+    running.stop()
+    assert running.process.returncode is not None
+    assert not any(reader.is_alive() for reader in running.readers)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from memrouter.anchors.reading import Blob, Repository
+from memrouter.anchors.reading import MAX_PARSE, Blob, Repository
 from memrouter.anchors.records import AnchorCheck
 from memrouter.anchors.spec import EXPLICIT, Anchor
 from memrouter.anchors.symbols import Definition, language_for
@@ -45,7 +45,6 @@ __all__ = ["Baseline", "Checker"]
 
 WALK = 12  # versions of a file read to find which commits changed a symbol (the newest ones)
 MOVE_CANDIDATES = 400  # files changed since the baseline searched for a symbol that left its file
-MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
 _FAMILY = {"tsx": "typescript", "javascript": "typescript"}  # a symbol may move between these
 
 
@@ -170,7 +169,14 @@ class Checker(Repository):
         now = self.now(current)
         if now is None and chain and self.now(path) is not None:  # renamed in history, back at its old path now
             current, moved_to, now = path, None, self.now(path)
-        then = self.at(begin, path) if self.history.existed_at(path, begin) else None
+        then: Blob | None = None
+        then_id: str | None = None  # a file anchor needs no more than whether the blob is the same
+        if self.history.existed_at(path, begin):
+            if anchor.kind == "file":
+                then_id = self.id_at(begin, path)
+            else:
+                then = self.at(begin, path)
+                then_id = then[0] if then is not None else None
         if now is None:
             return self._gone(anchor, fields, path, begin, then, versions)
         commits = [seq for seq, _ in versions]
@@ -179,7 +185,7 @@ class Checker(Repository):
             return self._symbol(anchor, fields, path, current, moved_to, begin, then, now, versions, uncommitted)
         if anchor.lines is not None:
             return self._lines(anchor, fields, current, moved_to, base, begin, then, now, commits, uncommitted)
-        same = then is not None and then[0] == now[0]
+        same = then_id is not None and then_id == now[0]
         changed = () if same else tuple(self.history.commit(s) for s in commits)
         status = "fresh" if same else "stale"
         note = None

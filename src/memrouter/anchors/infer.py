@@ -35,6 +35,7 @@ _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _CODE = re.compile(r"(`+)([^`\n]+?)\1")
 _LINK = re.compile(r"\[[^\]\n]*\]\(<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\)")
 _PLAIN = re.compile(r"(?<![\w/.@:-])((?:\.{1,2}/)?[\w.-]+(?:/[\w.@-]+)+(?:(?::|#L)\d+(?:-L?\d+)?|(?:#|::)[\w.$-]+)?)")
+_SLASH_LINE = re.compile(r"^[^\n/]*/[^\n]*", re.MULTILINE)
 _SUFFIX = re.compile(
     r"^(?P<path>.+?)(?:(?::|#L)(?P<first>\d{1,7})(?:-L?(?P<last>\d{1,7}))?|(?:#|::)(?P<symbol>[\w.$:-]+))$"
 )
@@ -78,8 +79,11 @@ def spans(text: str) -> Iterable[tuple[int, str, str]]:
         if "](" in stretch:
             found += [(m.start(1), "link", m.group(1)) for m in _LINK.finditer(stretch)]
             stretch = _LINK.sub(lambda m: " " * len(m.group(0)), stretch)
-        if "/" in stretch:
-            found += [(m.start(1), "plain", m.group(1)) for m in _PLAIN.finditer(stretch)]
+        if "/" in stretch:  # tried only on the lines holding one (a plain path never crosses a line): far fewer places
+            found += [
+                (m.start(1), "plain", m.group(1))
+                for line in _SLASH_LINE.finditer(stretch) for m in _PLAIN.finditer(stretch, line.start(), line.end())
+            ]  # fmt: skip
         for at, where, token in sorted(found):
             yield bisect_right(starts, offset + at), where, token
 

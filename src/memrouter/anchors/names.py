@@ -17,10 +17,12 @@ from pathlib import Path, PurePosixPath
 from memrouter.anchors.infer import DEFINITION_LINE, definition_names
 from memrouter.anchors.symbols import EXTENSIONS, language_for
 from memrouter.repo.git import GitError
+from memrouter.repo.history import RunningLog, finish_log
 from memrouter.repo.tree import collect, grep_lines
 
 __all__ = ["NameIndex"]
 
+_UNSEEN: dict[str, None] = {}  # a path not met yet in ``read``
 _SOURCES = tuple(f"*{suffix}" for suffix, language in EXTENSIONS.items() if language)
 
 
@@ -70,17 +72,44 @@ class NameIndex:
             if top is None or "perl" not in str(exc).lower():
                 raise
             output = collect(self.start(top, paths, perl=False), "grep", ok=(0, 1))  # a git built without PCRE
+        self.take(output, head, paths)
+
+    @classmethod
+    def start_drained(cls, top: Path) -> RunningLog:
+        """``start`` over every source file, its output taken in by threads as git writes it (``RunningLog``):
+        started before the names are needed, git goes on instead of waiting for its pipe to be read."""
+        return RunningLog(cls.start(top))
+
+    def read_drained(self, running: RunningLog, head: str | None, top: Path) -> None:
+        """Take in what ``start_drained`` read (read again as ``read`` does, with its fallback, if git failed)."""
+        try:
+            output = finish_log(running)
+        except GitError:
+            if running.process.returncode != 1:  # 1: nothing matched
+                return self.read(self.start(top), head, top=top)
+            output = b""
+        self.take(output, head, None)
+
+    def take(self, output: bytes, head: str | None, paths: list[str] | None) -> None:
+        """Take in ``git grep`` output (``start``'s), replacing what ``paths`` defined (everything when None)."""
         if paths is None:
             self.files = {}
         else:
             for path in paths:
                 self.files.pop(path, None)
+        # Each file's lines come together: its path is decoded and its language looked up once, and its names are
+        # kept in a dict (in order, each once).
+        found: dict[bytes, dict[str, None] | None] = {}  # path as git wrote it -> its names (None: no source file)
         for record in output.split(b"\n"):
             parts = record.split(b"\0", 2)
             if len(parts) != 3:
                 continue
-            path = parts[0].decode("utf-8", "surrogateescape")
-            if language_for(path) is None and PurePosixPath(path).suffix:
+            names = found.get(parts[0], _UNSEEN)
+            if names is _UNSEEN:
+                path = parts[0].decode("utf-8", "surrogateescape")
+                names = None if language_for(path) is None and PurePosixPath(path).suffix else {}
+                found[parts[0]] = names
+            if names is None:
                 continue
             text = parts[2].decode("utf-8", "replace")
             name = definition_names(text)
@@ -88,11 +117,11 @@ class NameIndex:
                 continue
             # A definition at the start of its line (not a Go method) is top-level: its dotted name is its name.
             outermost = text[:1] not in (" ", "\t") and not text.startswith("func (")
-            names = self.files.setdefault(path, [])
             for item in (name, name.lower()) if "-" in name else (name,):
-                entry = f"^{item}" if outermost else item
-                if entry not in names:
-                    names.append(entry)
+                names[f"^{item}" if outermost else item] = None
+        for raw, names in found.items():
+            if names:
+                self.files[raw.decode("utf-8", "surrogateescape")] = list(names)
         self.head = head
         self._by_name = None
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memrouter.anchors.symbols import Definition, Parsers
+from memrouter.anchors.symbols import Definition, Parsers, language_for
+from memrouter.anchors.text import is_binary
 from memrouter.repo.history import PathHistory
 from memrouter.repo.tree import BlobReader, WorkTree, blob_id
 
-__all__ = ["Blob", "Repository"]
+__all__ = ["MAX_PARSE", "Blob", "Repository"]
 
 Blob = tuple[str, bytes]
+MAX_PARSE = 1_000_000  # bytes: a larger file (generated code, data) is checked at file level
 
 
 @dataclass
@@ -49,6 +51,10 @@ class Repository:
         """(blob id, bytes) of ``path`` in commit ``seq``."""
         return self.blobs.read(f"{self.history.commit(seq)}:{path}")
 
+    def id_at(self, seq: int, path: str) -> str | None:
+        """The blob id of ``path`` in commit ``seq`` (the blob itself is not read)."""
+        return self.blobs.blob_id(f"{self.history.commit(seq)}:{path}")
+
     def prefetch(self, wanted: list[tuple[int, str]]) -> None:
         """Read these (seq, path) blobs in one exchange with git."""
         self.blobs.read_many([f"{self.history.commit(seq)}:{path}" for seq, path in wanted])
@@ -64,6 +70,22 @@ class Repository:
                     self.learned[key] = (language, found)
             self._definitions[key] = found
         return self._definitions[key]
+
+    def parse_ahead(self, paths: Iterable[str], going: Callable[[], bool]) -> int:
+        """Parse the files at ``paths`` as they are now while ``going()`` says there is time: a check will likely
+        want their definitions and finds them parsed. How many were parsed."""
+        parsed = 0
+        for path in dict.fromkeys(paths):
+            if not going():
+                break
+            blob = self.now(path)
+            if blob is None or blob[0] in self._definitions or len(blob[1]) > MAX_PARSE or is_binary(blob[1]):
+                continue  # no file, parsed already, or one a check does not parse
+            language = language_for(path, blob[1][:200])
+            if language and self.parsers.available(language):
+                self.definitions(blob, language)
+                parsed += 1
+        return parsed
 
     def uncommitted(self, path: str) -> bool:
         if self.staged:

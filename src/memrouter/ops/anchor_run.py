@@ -24,13 +24,18 @@ from memrouter.core.lazylog import LazyLogger
 from memrouter.index.sqlite import anchors as stored
 from memrouter.index.sqlite.connection import transaction
 from memrouter.repo.git import GitError, GitSession
-from memrouter.repo.history import PathHistory, UnreadHistory, finish_log, start_log
+from memrouter.repo.history import PathHistory, RunningLog, UnreadHistory, finish_log, start_log
 from memrouter.repo.tree import BlobReader, WorkTree, collect, parse_work_tree, start
 from memrouter.store.parse import parse_memory
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
     from memrouter.ops.workspace import Workspace
+
+    T = TypeVar("T")
 
 __all__ = ["ANCHORED_PATHS", "Run", "front_matter_anchors", "json_list"]
 
@@ -61,6 +66,7 @@ class Run:
         self._inference: RepositoryKnown | None = None
         self.need_history = False  # read the history even when no memory needs it (``since``)
         self._by_commit: dict[int, list[str]] | None = None
+        self._early_names: RunningLog | None = None  # the names' git grep, started before it is needed
         memories = ws.config.root.resolve()
         try:
             self.prefix = memories.relative_to(top).as_posix()
@@ -70,12 +76,14 @@ class Run:
 
     def close(self) -> None:
         self.blobs.close()
+        if self._early_names is not None:  # started for a first run, and not needed after all
+            self._early_names.stop()
 
     def preview(self, text: str, name: str) -> list[Anchor]:
         """The anchors ``text``, saved as memory ``name``, would have: its front matter's and what it infers now
         (from the cached history brought up to HEAD, the tracked files and the defined names)."""
         conn = self.ws.conn
-        history = self.ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY)))
+        history = self.ws.index.indexed(lambda: _loaded(PathHistory.from_data, stored.cached(conn, _HISTORY)))
         if self.head is not None and (history is None or history.head != self.head):
             ancestor = history is not None and history.head is not None and self._ancestor(history.head)
             history = history if ancestor else None
@@ -109,11 +117,13 @@ class Run:
         moved = self.head is not None and (known_head or {}).get("head") != self.head
         whole = False  # the history read whole (none cached, or rewritten): stored for the next run
         if moved:
-            history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY)))
+            history = ws.index.indexed(lambda: _loaded(PathHistory.from_data, stored.cached(conn, _HISTORY)))
             if history is not None and (history.head is None or not self._ancestor(history.head)):
                 history = None
             whole = history is None
             log_process = start_log(self.top, history.head if history else None, str(self.head))
+        if moved and ws.config.anchors.infer and not ws.index.indexed(lambda: stored.has_cached(conn, _NAMES)):
+            self._early_names = NameIndex.start_drained(self.top)  # a first run: inference will read every name
         status = start(self.top, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
         self.tree = parse_work_tree(b"", collect(status, "status"))
         dirty = set(self.tree.changed) | set(self.tree.untracked)
@@ -135,11 +145,15 @@ class Run:
         early: dict[str, tuple[list[Anchor], set[str]]] = {}
         if log_process is not None and pending and ws.config.anchors.infer:
             reread, early = self._infer_beside_log(pending, checker)
-        if log_process is not None:
+        if log_process is not None:  # while git still reads the history: the files of the inferred symbols, parsed
+            going = lambda: log_process.process.poll() is None  # noqa: E731
+            checker.parse_ahead((a.path for found, _ in early.values() for a in found if a.symbol and a.path), going)
             self.history = history or PathHistory()
             self.history.extend(finish_log(log_process))
         elif pending or self.need_history:
-            self.history = ws.index.indexed(lambda: _history(stored.cached(conn, _HISTORY))) or PathHistory()
+            self.history = (
+                ws.index.indexed(lambda: _loaded(PathHistory.from_data, stored.cached(conn, _HISTORY))) or PathHistory()
+            )
             old_head = self.history.head
         # An inference made beside git stands unless a path it asked about turns out to be in the history.
         new_inferred = {
@@ -206,7 +220,7 @@ class Run:
         stored names up to date would need the history.
         """
         ws, conn = self.ws, self.ws.conn
-        names = ws.index.indexed(lambda: _names(stored.cached(conn, _NAMES)))
+        names = ws.index.indexed(lambda: _loaded(NameIndex.from_data, stored.cached(conn, _NAMES)))
         if names is not None and names.head != self.head:
             return None, {}
         known = ws.index.indexed(lambda: stored.inferred(conn, [row[2] for row in rows], INFERENCE))
@@ -259,7 +273,7 @@ class Run:
         commits touched, or read whole; returns the index when it was read (to be stored)."""
         if not need_inference or (self.names is not None and self.names.head == self.head):
             return None  # none needed, or read already
-        names = self.ws.index.indexed(lambda: _names(stored.cached(self.ws.conn, _NAMES)))
+        names = self.ws.index.indexed(lambda: _loaded(NameIndex.from_data, stored.cached(self.ws.conn, _NAMES)))
         self.names = names
         if names is not None and names.head == self.head:
             return None
@@ -269,7 +283,10 @@ class Run:
             paths = sorted(path for path, events in self.history.events.items() if events and abs(events[-1]) > at)
         else:
             names = NameIndex()
-        if paths != []:
+        if paths is None and self._early_names is not None:
+            names.read_drained(self._early_names, self.head, self.top)
+            self._early_names = None
+        elif paths != []:
             names.read(NameIndex.start(self.top, paths), self.head, paths, top=self.top)
         names.head = self.head
         self.names = names
@@ -286,6 +303,7 @@ class Run:
         head_seq = self.history.last
         planned: list[tuple[str, str, list[Anchor], Baseline, list[str], str | None, str | None, list[str]]] = []
         wanted: list[str] = []
+        wanted_ids: list[str] = []  # a file anchor's: whether the file is the same needs only its id
         for name, _, value, anchors_json, extra_json in pending:
             memory_path = self._memory_path(name)
             anchors = [parse_anchor(entry) for entry in json_list(anchors_json)]
@@ -309,11 +327,11 @@ class Run:
                 continue
             planned.append((name, value, anchors, base, notes, baseline, verified, watched))
             if base.seq is not None:  # the anchored files as the memory saw them, read in one exchange below
-                wanted += [
-                    f"{baseline}:{anchor.path}" for anchor in anchors
-                    if anchor.path and self.history.changed_after(anchor.path, base.seq)
-                ]  # fmt: skip
+                for anchor in anchors:
+                    if anchor.path and self.history.changed_after(anchor.path, base.seq):
+                        (wanted_ids if anchor.kind == "file" else wanted).append(f"{baseline}:{anchor.path}")
         self.blobs.read_many(wanted)
+        self.blobs.read_ids(wanted_ids)
         for name, value, anchors, base, notes, baseline, verified, watched in planned:
             checks = [item for item in (checker.check(anchor, base) for anchor in anchors) if item is not None]
             if not checks:  # every inferred path was gone before the memory: remembered as having no anchor
@@ -439,20 +457,10 @@ class Run:
             log.warning("the anchored paths for the git hook were not written: %s", exc)
 
 
-def _history(data: dict[str, object] | None) -> PathHistory | None:
-    if data is None:
-        return None
+def _loaded(read: Callable[[dict[str, object]], T], data: dict[str, object] | None) -> T | None:
+    """What ``read`` makes of cached data; None when there is none or it is not readable (it is rebuilt)."""
     try:
-        return PathHistory.from_data(data)
-    except ValueError:
-        return None
-
-
-def _names(data: dict[str, object] | None) -> NameIndex | None:
-    if data is None:
-        return None
-    try:
-        return NameIndex.from_data(data)
+        return None if data is None else read(data)
     except ValueError:
         return None
 

@@ -3,8 +3,9 @@
 ``verify`` reads everything from git, so every clone agrees and a fresh
 clone knows at once: the path history (one ``git log`` pass, then only the
 new commits), the work tree (``git ls-files`` and ``git status``), blobs
-(one ``git cat-file --batch``) and, for inference, the lines that define
-names (``git grep``). These run side by side; what they give is cached in
+(one ``git cat-file --batch``, and ``--batch-check`` for the blob ids a file
+anchor needs) and, for inference, the lines that define names (``git grep``,
+started at once on a first run). These run side by side; what they give is cached in
 the local index (``memrouter.index.sqlite.anchors``), so a later run reads
 only what changed: the new commits, the memories whose text changed, the
 memories whose anchored files a new commit or an uncommitted edit touched.

@@ -214,6 +214,13 @@ class RunningLog:
         for reader in self.readers:
             reader.start()
 
+    def stop(self) -> None:
+        """End git (what it writes is not wanted) and its readers."""
+        self.process.kill()
+        self.process.wait()
+        for reader in self.readers:
+            reader.join()
+
 
 def _drain(stream: IO[bytes], into: list[bytes]) -> None:
     """Append what ``stream`` gives to ``into`` until it ends (the read waits without holding the GIL)."""

@@ -15,6 +15,10 @@ from pathlib import Path
 
 from memrouter.repo.git import GitError, GitSession
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import threading
+
 __all__ = [
     "BlobReader",
     "WorkTree",
@@ -26,6 +30,9 @@ __all__ = [
     "start",
     "work_tree",
 ]
+
+
+FEW_IDS = 32  # fewer blob ids than this are read with their blobs (see ``BlobReader.read_ids``)
 
 
 def blob_id(data: bytes) -> str:
@@ -180,18 +187,38 @@ def grep_lines(
         raise GitError(f"cannot run git in {top}: {exc.strerror or exc}") from exc
 
 
+def _send(process: subprocess.Popen[bytes], specs: list[str]) -> threading.Thread | None:
+    """Write ``specs`` to a ``cat-file`` process, one a line: a long list from a thread (it would fill the pipe
+    while git's answers wait to be read), which the caller joins once it has read the answers."""
+    assert process.stdin is not None
+    stdin = process.stdin
+    payload = "".join(f"{spec}\n" for spec in specs).encode("utf-8", "surrogateescape")
+    if len(payload) < 32_768:
+        stdin.write(payload)
+        stdin.flush()
+        return None
+    import threading  # only a long list needs one
+
+    writer = threading.Thread(target=lambda: (stdin.write(payload), stdin.flush()))
+    writer.start()
+    return writer
+
+
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
 class BlobReader:
     """One ``git cat-file --batch`` process for a verification: blobs read in batches or one at a time,
-    each remembered (a blob never changes). Close it when done."""
+    each remembered (a blob never changes); and, for many blob ids wanted without the blobs, one
+    ``git cat-file --batch-check``. Close it when done."""
 
     def __init__(self, top: Path) -> None:
         self.top = top
         self._process: subprocess.Popen[bytes] | None = None
+        self._checker: subprocess.Popen[bytes] | None = None  # ``cat-file --batch-check``: ids, not contents
         self._known: dict[str, tuple[str, bytes] | None] = {}
+        self._ids: dict[str, str | None] = {}
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None:
@@ -216,20 +243,14 @@ class BlobReader:
             return
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
-        payload = "".join(f"{spec}\n" for spec in wanted).encode("utf-8", "surrogateescape")
-        if len(payload) < 32_768:
-            process.stdin.write(payload)
-            process.stdin.flush()
-        else:
-            import threading  # a long request list would fill the pipe while git's answers wait to be read
-
-            writer = threading.Thread(target=lambda: (process.stdin.write(payload), process.stdin.flush()))  # type: ignore[union-attr]
-            writer.start()
+        writer = _send(process, wanted)
         out = process.stdout
         try:
             for spec in wanted:
                 header = out.readline().split(b" ")
-                if len(header) != 3:
+                if len(header) != 3 or not header[2].strip().isdigit():  # "<spec> missing": a spec may hold spaces
+                    if not header[0]:
+                        raise GitError("git cat-file --batch ended")
                     self._known[spec] = None
                     continue
                 size = int(header[2])
@@ -238,20 +259,64 @@ class BlobReader:
                 self._known[spec] = (header[0].decode("ascii"), data) if header[1] == b"blob" else None
         except (OSError, ValueError) as exc:
             raise GitError(f"git cat-file stopped answering: {exc}") from exc
-        if len(payload) >= 32_768:
+        if writer is not None:
             writer.join()
 
+    def blob_id(self, spec: str) -> str | None:
+        """The blob id of ``spec`` (as ``read`` takes it), without reading the blob when it was not read yet."""
+        if spec not in self._known and spec not in self._ids:
+            self.read_ids([spec])
+        if spec in self._known:
+            found = self._known[spec]
+            return found[0] if found is not None else None
+        return self._ids.get(spec)
+
+    def read_ids(self, specs: list[str]) -> None:
+        """Look up the blob id of every spec not known yet, in one exchange with ``git cat-file --batch-check``
+        (git finds the ids without inflating the blobs): whether a file is the same needs no more. A few, while
+        that process is not running, are read whole instead: starting a second git costs more than they do."""
+        wanted = [spec for spec in dict.fromkeys(specs) if spec not in self._ids and spec not in self._known]
+        for spec in [spec for spec in wanted if not spec or "\n" in spec]:
+            self._ids[spec] = None
+            wanted.remove(spec)
+        if not wanted:
+            return
+        if self._checker is None and len(wanted) < FEW_IDS:
+            self.read_many(wanted)
+            return
+        if self._checker is None:
+            self._checker = start(
+                self.top, "cat-file", "--batch-check=%(objectname) %(objecttype)", stdin=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        process = self._checker
+        assert process.stdout is not None
+        writer = _send(process, wanted)
+        try:
+            for spec in wanted:  # "<id> blob", or "<spec> missing" (or "ambiguous")
+                answer = process.stdout.readline().rstrip(b"\n").split(b" ")
+                if not answer[0]:
+                    raise GitError("git cat-file --batch-check ended")
+                self._ids[spec] = answer[0].decode("ascii") if answer[1:] == [b"blob"] else None
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise GitError(f"git cat-file stopped answering: {exc}") from exc
+        finally:
+            if writer is not None:
+                writer.join()
+
     def close(self) -> None:
-        """End the git process."""
-        if self._process is not None:
-            if self._process.stdin is not None:
-                self._process.stdin.close()
-            self._process.wait(timeout=30)
-            if self._process.stdout is not None:
-                self._process.stdout.close()
-            if self._process.stderr is not None:
-                self._process.stderr.close()
-            self._process = None
+        """End the git processes."""
+        for process in (self._process, self._checker):
+            if process is None:
+                continue
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=30)
+            if process.stdout is not None:
+                process.stdout.close()
+            if process.stderr is not None:
+                process.stderr.close()
+        self._process = self._checker = None
 
     def __enter__(self) -> BlobReader:
         return self

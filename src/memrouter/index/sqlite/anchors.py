@@ -43,6 +43,11 @@ def cached(conn: sqlite3.Connection, key: str) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
+def has_cached(conn: sqlite3.Connection, key: str) -> bool:
+    """Whether data is cached under ``key`` (without reading it)."""
+    return conn.execute("SELECT 1 FROM anchor_cache WHERE key = ?", (key,)).fetchone() is not None
+
+
 def save_cached(conn: sqlite3.Connection, key: str, data: dict[str, object]) -> None:
     blob = zlib.compress(json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogateescape"), 1)
     conn.execute("INSERT OR REPLACE INTO anchor_cache (key, value) VALUES (?, ?)", (key, blob))
