@@ -502,3 +502,36 @@ def test_paths_with_spaces_added_after_the_memory_are_checked(project: Path) -> 
         report = verify(router.workspace, ["spaced"])
     found = {(a.kind, a.status) for a in report.memories[0].anchors}
     assert found == {("file", "fresh"), ("lines", "fresh")}
+
+
+def test_a_function_that_loses_or_gains_lines_is_stale_and_a_sibling_edit_is_not(tmp_path: Path) -> None:
+    """The lines a function has now, found whole in an older version, are not enough: there they could be the
+    start of a longer function (lines lost since) or a longer function now could hold the old one whole (lines
+    gained). Both are changes; a sibling's edit, or blank lines around the function, are not."""
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    put(project, ".gitignore", ".memrouter/\n")
+    shrinks = "def f():\n    a = 1\n\n    return a\n\n\ndef g():\n    return 2\n"
+    grows = "def h():\n    return 3\n\n\ndef k():\n    return 4\n"
+    put(project, "m.py", shrinks)
+    put(project, "n.py", grows)
+    for name in ("f", "g"):
+        memory(project, name, f"---\nanchors: [m.py#{name}]\n---\n# {name.upper()}\n\nAbout {name}.\n")
+    for name in ("h", "k"):
+        memory(project, name, f"---\nanchors: [n.py#{name}]\n---\n# {name.upper()}\n\nAbout {name}.\n")
+    commit(project, "code and memories")
+    put(project, "m.py", "def f():\n    a = 1\n\n\n\ndef g():\n    return 2\n")  # f loses its last line
+    put(
+        project, "n.py", "def h():\n    return 3\n    # unreachable\n\n\ndef k():\n    return 5\n"
+    )  # h gains one, k edited
+    lost = commit(project, "f loses a line; h gains one; k returns 5")
+    put(
+        project, "m.py", "\n\ndef f():\n    a = 1\n\n\n\ndef g():\n    return 2\n# the end\n"
+    )  # only blank lines and a tail
+    commit(project, "blank lines before f, a comment after g")
+    with open_router(project) as router:
+        report = verify(router.workspace)
+    assert states(report) == {"f": "stale", "g": "fresh", "h": "stale", "k": "stale"}
+    assert anchor(report, "f")["changed_in"] == [lost]
+    assert anchor(report, "h")["changed_in"] == [lost]

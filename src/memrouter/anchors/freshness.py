@@ -31,10 +31,12 @@ from memrouter.anchors.records import AnchorCheck
 from memrouter.anchors.spec import EXPLICIT, Anchor
 from memrouter.anchors.symbols import Definition, language_for
 from memrouter.anchors.text import (
+    Block,
     anchored_diff,
+    block_of,
     file_level_note,
     find_definition,
-    holds_lines,
+    holds_block,
     is_binary,
     join_notes,
     lines_of,
@@ -275,8 +277,9 @@ class Checker(Repository):
         now_defs = self.definitions(now, language) or {}
         at_now = find_definition(now_defs, symbol, language)
         proposed = f"{moved_to}#{at_now[0]}" if moved_to and at_now else None
-        if at_now is not None and then is not None and holds_lines(then[1], lines_of(now[1], at_now[1])):
-            # The symbol's lines now are in the file as the memory saw it, whole: unchanged, no second parse.
+        if at_now is not None and then is not None and holds_block(then[1], block_of(now[1], at_now[1])):
+            # The symbol's lines now are in the file as the memory saw it, whole and between the same
+            # neighbours: unchanged, no second parse.
             touched = len(versions) + (1 if uncommitted else 0)
             note = f"{current} changed ({touched} {'change' if touched == 1 else 'changes'}); {symbol} did not"
             if moved_to is not None:
@@ -360,7 +363,7 @@ class Checker(Repository):
         taken as not changing it, without a parse."""
         shown = versions[-WALK:]
         changed: list[str] = []
-        previous_text = lines_of(then[1], at_then)
+        previous_block: Block | None = block_of(then[1], at_then)
         previous = at_then.digest_in(then[1])
         if len(versions) > WALK:  # start from the version before the ones read
             seq, path = versions[-WALK - 1]
@@ -369,23 +372,23 @@ class Checker(Repository):
             if found is None:
                 return tuple(self.history.commit(s) for s, _ in shown)
             assert start is not None
-            previous, previous_text = found[1].digest_in(start[1]), lines_of(start[1], found[1])
+            previous, previous_block = found[1].digest_in(start[1]), block_of(start[1], found[1])
         self.prefetch(shown)
         for seq, path in shown:
             blob = self.at(seq, path)
             if blob is None:
                 if previous:
                     changed.append(self.history.commit(seq))
-                previous, previous_text = "", b""
+                previous, previous_block = "", None
                 continue
-            if previous_text and holds_lines(blob[1], previous_text):
-                continue  # the symbol's lines are there as they were, whole
+            if previous_block is not None and holds_block(blob[1], previous_block):
+                continue  # the symbol's lines are there as they were, whole, between the same neighbours
             found = find_definition(self.definitions(blob, language) or {}, symbol, language)
             digest = found[1].digest_in(blob[1]) if found else ""
             if digest != previous:
                 changed.append(self.history.commit(seq))
             previous = digest
-            previous_text = lines_of(blob[1], found[1]) if found else b""
+            previous_block = block_of(blob[1], found[1]) if found else None
         return tuple(changed)
 
     def _touched_after(self, seq: int) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from memrouter.anchors.symbols import Definition, Parsers
 
 __all__ = [
-    "DIFF_LINES", "anchored_diff", "file_level_note", "find_definition", "holds_lines", "is_binary", "join_notes",
-    "lines_of", "map_lines",
+    "DIFF_LINES", "Block", "anchored_diff", "block_of", "file_level_note", "find_definition", "holds_block",
+    "is_binary", "join_notes", "lines_of", "map_lines",
 ]  # fmt: skip
 
 DIFF_LINES = 120
@@ -66,10 +66,47 @@ def find_definition(found: dict[str, Definition], symbol: str, language: str) ->
     return None
 
 
-def holds_lines(data: bytes, lines: bytes) -> bool:
-    """Whether ``data`` holds ``lines`` as whole lines."""
-    return bool(lines) and (data.startswith(lines + b"\n") or b"\n" + lines + b"\n" in data or data == lines
-                            or data.endswith(b"\n" + lines))  # fmt: skip
+# A definition's lines with the nearest non-blank line on each side (None: the file's start or end).
+Block = tuple[bytes | None, tuple[bytes, ...], bytes | None]
+
+
+def _neighbour(lines: list[bytes], index: int, step: int) -> bytes | None:
+    while 0 <= index < len(lines) and not lines[index].strip():
+        index += step
+    return lines[index] if 0 <= index < len(lines) else None
+
+
+def block_of(data: bytes, definition: Definition) -> Block:
+    """The lines of ``definition`` in ``data`` and their nearest non-blank neighbours."""
+    lines = data.splitlines()
+    body = tuple(lines[definition.first - 1 : definition.last])
+    return _neighbour(lines, definition.first - 2, -1), body, _neighbour(lines, definition.last, 1)
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def holds_block(data: bytes, block: Block) -> bool:
+    """Whether ``data`` holds the block's lines whole, as the same definition: unchanged there, without a parse.
+    Lines it had there and lost since (or gained since) would sit right beside the block: at its end, a line
+    indented deeper than its first (a body's); at its start, a line indented as deep (a decorator, an attribute,
+    a comment). So the line after it must be the same as now, no deeper than its first line, or none; the line
+    before it the same as now, or indented otherwise (a sibling's body, an enclosing block's head), or none."""
+    before, body, after = block
+    if not body or body[0] not in data:
+        return False
+    lines = data.splitlines()
+    size, depth = len(body), _indent(body[0])
+    for start in (n for n, line in enumerate(lines) if line == body[0]):
+        if tuple(lines[start : start + size]) != body:
+            continue
+        preceding, following = _neighbour(lines, start - 1, -1), _neighbour(lines, start + size, 1)
+        if preceding is not None and preceding != before and _indent(preceding) == depth:
+            continue
+        if following is None or following == after or _indent(following) <= depth:
+            return True
+    return False
 
 
 def lines_of(data: bytes, definition: Definition) -> bytes:
