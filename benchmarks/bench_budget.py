@@ -265,8 +265,9 @@ def build(cache: Path, speed: float) -> dict[str, Any]:
 
 def suite() -> dict[str, Any]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
+    workers = str(len(os.sched_getaffinity(0)) + 1)  # as make test runs it (TEST_WORKERS)
     wall, _ = _silent(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "auto", "--ignore=tests/postgres"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--ignore=tests/postgres"],
         env,
         ROOT,
     )
