@@ -16,6 +16,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from helpers import SAMPLE, commit_all_as, git, write
 
 from memrouter.index.sqlite.shared_vectors import text_hash
@@ -78,6 +79,7 @@ def each_sees_the_others(worktrees: list[Path]) -> None:
         assert {f"agent-{other}/fact-0" for other in others} <= found, (me, sorted(found))
 
 
+@pytest.mark.sqlite_only("each worktree's own local index; with PostgreSQL the run gives every process one project")
 def test_eight_agents_in_eight_worktrees_lose_nothing_and_embed_each_text_once(tmp_path: Path) -> None:
     main, worktrees = _repository(tmp_path)
     log, go = tmp_path / "embedded.log", tmp_path / "go"
