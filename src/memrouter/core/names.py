@@ -95,15 +95,16 @@ def name_for_path(root: Path, path: Path) -> str:
     return relative
 
 
-def path_for_name(root: Path, name: str, *, strict: bool = True) -> Path:
+def path_for_name(root: Path, name: str, *, strict: bool = True, resolved_root: Path | None = None) -> Path:
     """The file a (validated) name maps to, refusing anything that escapes ``root``.
 
     Symlinks are resolved: a name whose file or folder is a link pointing
-    outside the root is refused.
+    outside the root is refused. ``resolved_root``: ``root.resolve()``, when
+    the caller keeps it.
     """
     name = validate_name(name, strict=strict)
     path = root / (name + SUFFIX)
-    resolved_root = root.resolve()
+    resolved_root = resolved_root or root.resolve()
     # Resolve the deepest existing ancestor so links inside the tree are checked.
     probe = path
     while not probe.exists() and probe != root and probe.parent != probe:

@@ -103,6 +103,7 @@ class MemoryStore:
         self.misnamed: list[str] = []
         self.stray_temps: list[str] = []
         self._held: dict[str, int] = {}  # name -> lock fd, for locks this store holds now
+        self._resolved_root: Path | None = None  # the root's real path, once it exists
         self._doomed: set[str] = set()  # names whose lock file goes when released (deleted memories)
         self._cleaned = False
         # Told of every change this store makes: (name, hash before or None, memory after or None).
@@ -166,7 +167,9 @@ class MemoryStore:
 
     def path_for(self, name: str, *, strict: bool = False) -> Path:
         """The file for ``name``; existing files may have looser names than new ones."""
-        return path_for_name(self.root, name, strict=strict)
+        if self._resolved_root is None and self.root.is_dir():
+            self._resolved_root = self.root.resolve()  # kept: resolving walks every folder of the root's path
+        return path_for_name(self.root, name, strict=strict, resolved_root=self._resolved_root)
 
     def exists(self, name: str) -> bool:
         """True when ``name``'s file is there (a regular file or a link to one)."""
@@ -175,8 +178,8 @@ class MemoryStore:
         except (InvalidInput, OSError):
             return False
 
-    def read_bytes(self, name: str) -> bytes:
-        path = self.path_for(name)
+    def read_bytes(self, name: str, path: Path | None = None) -> bytes:  # ``path``: from ``path_for``, if known
+        path = path or self.path_for(name)
         try:
             return read_regular(path)
         except FileNotFoundError as exc:
@@ -193,8 +196,8 @@ class MemoryStore:
         name = validate_name(name, strict=False)
         if is_source_name(name):
             return read_section(self.sources, name)
-        raw = self.read_bytes(name)
-        return self.parse_bytes(name, self.path_for(name), raw)
+        path = self.path_for(name)
+        return self.parse_bytes(name, path, self.read_bytes(name, path))
 
     @staticmethod
     def parse_bytes(name: str, path: Path | str, raw: bytes) -> Memory:
@@ -309,7 +312,7 @@ class MemoryStore:
 
         check_content(text)
         data = text.encode("utf-8")
-        path = path_for_name(self.root, name, strict=False) if record else self._path_for_write(name)
+        path = self.path_for(name) if record else self._path_for_write(name)
         name = name_for_path(self.root, path)
         with self.lock(name):
             current = self.current_hash(name) if expected_hash is not None or self.observer else None
@@ -325,16 +328,13 @@ class MemoryStore:
             return written
 
     def _path_for_write(self, name: str) -> Path:
-        strict_error: InvalidInput | None = None
         try:
-            return path_for_name(self.root, name, strict=True)
-        except InvalidInput as exc:
-            strict_error = exc
-        # A file that already exists under a looser name may be rewritten in place.
-        path = path_for_name(self.root, name, strict=False)
-        if path.is_file():
-            return path
-        raise strict_error
+            return self.path_for(name, strict=True)
+        except InvalidInput as strict_error:
+            path = self.path_for(name)  # a file that already exists under a looser name may be rewritten in place
+            if path.is_file():
+                return path
+            raise strict_error from None
 
     def delete(self, name: str, *, expected_hash: str | None = None) -> Memory:
         """Remove the memory file and return what it held (for the caller's records)."""
