@@ -17,10 +17,11 @@ RUNTIME_LOCK := requirements/runtime.lock
 
 .PHONY: demo test test-postgres test-ui check docs docs-refresh bench budget install clean interop interop-setup dist dist-check lock
 
-# uv installs the lock (a third of pip's time on a fresh machine; the same packages, hashes checked).
+# uv installs the lock (a third of pip's time on a fresh machine; the same packages, hashes checked), trusting
+# the system's certificates as pip does (a proxy's own authority included).
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
-UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+UV := $(BIN)/uv pip install --quiet --native-tls --python $(BIN)/python
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet $(UV_PKG)
@@ -34,9 +35,9 @@ $(STAMP): pyproject.toml $(LOCK)
 lock:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet $(UV_PKG)
-	$(BIN)/uv pip compile --quiet pyproject.toml $(LOCK_INPUTS) --universal --python-version 3.11 \
+	$(BIN)/uv pip compile --quiet --native-tls pyproject.toml $(LOCK_INPUTS) --universal --python-version 3.11 \
 		--generate-hashes $(if $(UPGRADE),--upgrade) --output-file $(LOCK)
-	$(BIN)/uv pip compile --quiet pyproject.toml --universal --python-version 3.11 --generate-hashes \
+	$(BIN)/uv pip compile --quiet --native-tls pyproject.toml --universal --python-version 3.11 --generate-hashes \
 		--constraint $(LOCK) --output-file $(RUNTIME_LOCK)
 
 install: $(STAMP)
