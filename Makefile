@@ -21,7 +21,7 @@ RUNTIME_LOCK := requirements/runtime.lock
 # the system's certificates as pip does (a proxy's own authority included).
 # The project itself goes in last, editable, without build isolation (setuptools is in the lock)
 # and without dependencies: they are the lock's.
-UV := $(BIN)/uv pip install --quiet --native-tls --python $(BIN)/python
+UV := $(BIN)/uv pip install --quiet --native-tls --compile-bytecode --python $(BIN)/python
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet $(UV_PKG)
