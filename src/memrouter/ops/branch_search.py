@@ -28,7 +28,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from memrouter.config.sections import BranchesConfig
 from memrouter.config.settings import Config
@@ -38,7 +38,6 @@ from memrouter.ops.branches import describe, memory_name, survey_of
 from memrouter.repo.branches import Survey, fingerprint
 from memrouter.repo.common import shared_folder
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
     from collections.abc import Callable
 
