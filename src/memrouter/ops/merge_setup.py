@@ -45,8 +45,13 @@ class MergeSetup:
 
 
 def driver_command(python: str | None = None) -> str:
-    """The command git runs to merge a memory file (``python``: the interpreter, default the running one)."""
-    return f"{shlex.quote(python or sys.executable)} -m memrouter hook --merge-driver %O %A %B %P"
+    """The command git runs (through ``sh``) to merge a memory file (``python``: the interpreter, default the
+    running one). When the interpreter cannot be run any more (its venv moved or removed: the shell's exit 126
+    or 127), git's own 3-way merge of the file runs instead, so both sides stay in it, with conflict markers."""
+    return (
+        f"{shlex.quote(python or sys.executable)} -m memrouter hook --merge-driver %O %A %B %P"
+        " || { status=$?; [ $status -lt 126 ] && exit $status; git merge-file -L ours -L base -L theirs %A %O %B; }"
+    )
 
 
 def attributes_line(prefix: str) -> str:
