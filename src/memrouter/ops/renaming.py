@@ -2,7 +2,8 @@
 
 The move holds both names' locks from the read to the index update; each
 memory whose references are rewritten is its own read-modify-write under its
-lock (docs/architecture.md "Many processes").
+lock (docs/architecture.md "Many processes"). A memory whose bytes do not
+hold ``mem:<old>`` is passed over without its lock or a parse.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from memrouter.core.model import Memory
 from memrouter.core.names import validate_name
 from memrouter.ops.audit import audited
 from memrouter.ops.write_guard import CONTENT, guarded
-from memrouter.store.edit import rewrite_references
+from memrouter.store.edit import REFERENCE_PREFIX, rewrite_references
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -47,7 +48,13 @@ def _rename(ws: Workspace, old: str, new: str, actor: str | None) -> tuple[Memor
         index.unindex(memory.name)
         index.index_written(moved)
     rewritten: list[str] = []
+    needle = (REFERENCE_PREFIX + memory.name).encode()  # every reference holds these bytes
     for stat in list(store.scan()):
+        try:
+            if needle not in store.read_bytes(stat.name):
+                continue  # nothing to rewrite: neither locked nor parsed
+        except (NotFound, InvalidInput):
+            continue
         with store.lock(stat.name):
             try:
                 other = store.read(stat.name)
