@@ -58,8 +58,12 @@ def test_search_adds_the_other_branches_memories_lowered_and_marked(tmp_path: Pa
         assert found(memories.search("release train noon", mode="lexical", branches="local", limit=2)) == [
             ("alpha", None), ("alpha", WHERE_Z + ", uncommitted")
         ]  # fmt: skip
-        # gamma, removed on feat-x, is still main's; delta, changed on main only, is main's version alone
-        assert found(memories.search("legacy cron scheduler", mode="lexical", branches="local")) == [("gamma", None)]
+        # gamma, removed on feat-x, is still main's, marked so; delta, changed on main only, is main's version alone
+        gamma = memories.search("legacy cron scheduler", mode="lexical", branches="local")
+        assert found(gamma) == [("gamma", None)]
+        assert [(m.retriever, m.detail) for m in gamma[0].why if not m.rank] == [("removed", WHERE_X)]
+        plain = memories.search("legacy cron scheduler", mode="lexical")
+        assert [m.retriever for m in plain[0].why] == ["lexical"]  # without --branches, no survey and no mark
         assert found(memories.search("staging port postgresql", mode="lexical", branches="local")) == [("delta", None)]
         # hybrid runs the same pipeline over both
         hybrid = memories.search("flamegraph profiler perf container", mode="hybrid", branches="local")

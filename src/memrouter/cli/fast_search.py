@@ -195,8 +195,9 @@ def shown_hits(hits: Sequence[Any], weak: bool) -> list[Any]:
 
 # What each retriever is called in the text form.
 _FOUND_BY = {"lexical": "keywords", "dense": "meaning", "graph": "linked memories", "rerank": "second reading"}
-# Notes (rank 0) worth a reader's while: a memory whose code changed, a time phrase understood, another branch.
-_NOTES = ("anchors", "time", "branch")
+# Notes (rank 0) worth a reader's while: a memory whose code changed, a time phrase understood, another branch
+# (a hit from there, or a memory of this checkout removed there), each with how its detail is introduced.
+_NOTES = {"anchors": "anchors: ", "time": "time: ", "branch": "from ", "removed": "removed on "}
 
 
 def describe_why(hit: Any, mode: str | None, plain: str = "", query: str = "") -> str:
@@ -213,9 +214,7 @@ def describe_why(hit: Any, mode: str | None, plain: str = "", query: str = "") -
             found_by = _FOUND_BY.get(match.retriever, match.retriever)
             parts.append(f"{found_by} #{match.rank}" + (f" ({detail})" if detail else ""))
         elif match.retriever in _NOTES and match.detail:
-            parts.append(
-                f"from {match.detail}" if match.retriever == "branch" else f"{match.retriever}: {match.detail}"
-            )
+            parts.append(_NOTES[match.retriever] + match.detail)
     keyword_only = any(m.retriever == "mode" or (m.retriever == "dense" and not m.rank) for m in hit.why)
     if mode:
         parts.append("keyword-only (see the note above)" if keyword_only and mode != "lexical" else f"{mode} search")

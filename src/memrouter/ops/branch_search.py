@@ -41,9 +41,10 @@ from memrouter.repo.common import shared_folder
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["BRANCH", "BranchMemories", "Entry", "merge"]
+__all__ = ["BRANCH", "REMOVED", "BranchMemories", "Entry", "mark_removed", "merge"]
 
 BRANCH = "branch"  # the retriever name of the note in a branch hit's ``why``
+REMOVED = "removed"  # the note on a hit of this checkout that another place removed
 FOLDER = "branches"
 NEVER = 1e9  # the branch index's own rescans: this module refreshes it when it rewrites the folder
 
@@ -85,6 +86,7 @@ class BranchMemories(Generic[W]):
             branches=BranchesConfig(),
         )  # fmt: skip
         self.entries: dict[str, Entry] = {}  # file name in the branch folder (without .md) -> where it comes from
+        self.removed: dict[str, str] = {}  # a memory of this checkout another place removed -> where (words)
         self.notes: tuple[str, ...] = ()
         self._workspace: W | None = None
         self._common: Path | None = None
@@ -131,8 +133,12 @@ class BranchMemories(Generic[W]):
         """Write the versions the other places hold into the branch folder; remove the ones gone."""
         mine = set(found.ours.values())
         wanted: dict[str, tuple[bytes, list[str], str]] = {}
+        removed: dict[str, list[str]] = {}
         for place in found.places:
             for change in place.changes:
+                if change.change == "removed":
+                    where = describe(place, found, uncommitted=change.uncommitted)
+                    removed.setdefault(memory_name(change.path), []).append(where)
                 if change.data is None or change.blob is None or change.blob in mine:
                     continue  # removed, unreadable, or content this checkout holds: its own copy wins
                 key = f"{memory_name(change.path)}~{change.blob[:12]}"
@@ -168,6 +174,7 @@ class BranchMemories(Generic[W]):
             changed = True
         self.entries = {key: Entry(memory_name(key.rsplit("~", 1)[0] + ".md"), "; ".join(where), path)
                         for key, (_, where, path) in wanted.items()}  # fmt: skip
+        self.removed = {name: "; ".join(places) for name, places in removed.items()}
         self.notes = found.notes
         self.changed = self.changed or changed
 
@@ -176,6 +183,7 @@ class BranchMemories(Generic[W]):
             "mark": _digest(self._mark),
             "folders": [str(folder) for folder in self._folders],
             "entries": {key: [e.name, e.where, e.path] for key, e in self.entries.items()},
+            "removed": self.removed,
             "notes": list(self.notes),
         }
         temp = self.state.with_name(f".{self.state.name}.{os.getpid()}.tmp")
@@ -188,6 +196,7 @@ class BranchMemories(Generic[W]):
             data = json.loads(self.state.read_text(encoding="utf-8"))
             folders = [Path(folder) for folder in data["folders"]]
             entries = {key: Entry(*value) for key, value in data["entries"].items()}
+            removed = {str(name): str(where) for name, where in data.get("removed", {}).items()}
             mark, notes = str(data["mark"]), tuple(data["notes"])
         except (OSError, ValueError, KeyError, TypeError):
             return
@@ -198,6 +207,7 @@ class BranchMemories(Generic[W]):
         now = fingerprint(self._common, folders)
         if _digest(now) == mark:  # just looked: the first search need not look again
             self._folders, self._mark, self.entries, self.notes = folders, now, entries, notes
+            self.removed = removed
             self._checked = time.monotonic()
 
     def close(self) -> None:
@@ -213,6 +223,17 @@ def _digest(mark: object) -> str:
 def _key(hit: Hit) -> float:
     """What places a hit: its relevance (the same meaning in every mode), else its score."""
     return hit.relevance if hit.relevance is not None else hit.score
+
+
+def mark_removed(hits: list[Hit], removed: dict[str, str]) -> list[Hit]:
+    """``hits`` with a note on each of this checkout's memories another place removed (not lowered: it is
+    here, and that place may be wrong or not merged)."""
+    if not removed:
+        return hits
+    return [
+        replace(hit, why=(*hit.why, Match(REMOVED, 0, 0.0, removed[hit.name]))) if hit.name in removed else hit
+        for hit in hits
+    ]
 
 
 def merge(

@@ -113,7 +113,7 @@ def _with_branches(
 ) -> builtins.list[Hit]:  # fmt: skip
     """``hits`` (of a search that ran in ``mode``) with the memories only other local branches and worktrees hold
     (``memrouter.ops.branch_search``)."""
-    from memrouter.ops.branch_search import BranchMemories, merge  # only a search across branches needs git here
+    from memrouter.ops.branch_search import BranchMemories, mark_removed, merge  # only across branches: git here
 
     with ws.lock:
         if ws.others is None:
@@ -121,6 +121,7 @@ def _with_branches(
         others = ws.others
         extra = others.workspace()
         changed, others.changed = others.changed, False
+    hits = mark_removed(hits, others.removed)
     if extra is None:
         return hits
     if changed:
