@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from memrouter.core.processes import process_alive
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ROOT.parent / "shared" / "corpora"
 PIDS = Path(os.environ.get("INTEROP_WORK", ROOT / "interop" / ".work")) / "pids"
@@ -62,7 +64,7 @@ class PixeltableHome:
             pid = int(self.pid_file.read_text().split()[0])
         except (OSError, ValueError, IndexError):
             return None
-        if not _alive(pid):
+        if not process_alive(pid):
             return None
         PIDS.mkdir(parents=True, exist_ok=True)
         (PIDS / str(pid)).write_text(f"postgres pixeltable {self.path}")
@@ -85,21 +87,13 @@ class PixeltableHome:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _end(pid: int, sig: int) -> None:
     for current, patience in ((sig, 30.0), (signal.SIGKILL, 5.0)):
-        if not _alive(pid):
+        if not process_alive(pid):
             break
         os.kill(pid, current)
         deadline = time.monotonic() + patience
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
     (PIDS / str(pid)).unlink(missing_ok=True)
 

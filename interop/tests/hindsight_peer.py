@@ -25,6 +25,7 @@ from pathlib import Path
 import psycopg
 from interop_peers import PIDS, WORK, Process
 
+from memrouter.core.processes import process_alive
 from memrouter.testing.servers import free_port
 
 HINDSIGHT_VENV = WORK / "hindsight-venv"
@@ -81,9 +82,9 @@ class Pg0:
                 self._pg0("stop", "--name", "hindsight")
             finally:
                 deadline = time.monotonic() + 30
-                while _alive(self.pid) and time.monotonic() < deadline:
+                while process_alive(self.pid) and time.monotonic() < deadline:
                     time.sleep(0.1)
-                if _alive(self.pid):
+                if process_alive(self.pid):
                     os.kill(self.pid, signal.SIGKILL)
                 (PIDS / str(self.pid)).unlink(missing_ok=True)
                 self.pid = None
@@ -101,14 +102,6 @@ class Pg0:
         name = url.rsplit("/", 1)[1]
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def missing_reason() -> str | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import Memory
 from memrouter.core.names import SUFFIX, name_for_path, normalize_name, path_for_name, validate_name
+from memrouter.core.processes import process_alive
 from memrouter.core.records import record, replace
 from memrouter.store.sources import SourceFiles, is_source_name, read_section, refuse_read_only
 
@@ -403,7 +404,7 @@ def remove_stale_temps(folder: Path, stray: list[str]) -> None:
         pid_text = entry.name.split(".", 1)[0]
         try:
             old = now - entry.stat().st_mtime > STALE_TEMP_AGE
-            if old or (pid_text.isdigit() and not _alive(int(pid_text))):
+            if old or (pid_text.isdigit() and not process_alive(int(pid_text))):
                 os.unlink(entry.path)
         except OSError:
             continue  # gone already, or not ours to remove
@@ -413,16 +414,6 @@ def remove_stale_temps(folder: Path, stray: list[str]) -> None:
                 os.unlink(path)
         except OSError:
             continue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> tuple[int, int]:

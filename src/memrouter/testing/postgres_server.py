@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from memrouter.core.processes import process_alive
 from memrouter.testing.servers import free_port
 
 __all__ = ["PostgresNotStarted", "PostgresServer", "running_postgres", "start_again", "stop"]
@@ -144,24 +145,16 @@ def start_again(server: PostgresServer) -> PostgresServer:
     return _launch(server.binaries, server.data, server.port, _account())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def stop(server: PostgresServer, wait: float = 30.0) -> None:
     """Stop the postmaster by its PID (fast shutdown, then SIGKILL) and wait until it is gone."""
     for sig, patience in ((signal.SIGINT, wait), (signal.SIGKILL, 5.0)):
-        if not _alive(server.pid):
+        if not process_alive(server.pid):
             return
         os.kill(server.pid, sig)
         deadline = time.monotonic() + patience
-        while _alive(server.pid) and time.monotonic() < deadline:
+        while process_alive(server.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-    if _alive(server.pid):
+    if process_alive(server.pid):
         raise PostgresNotStarted(f"PostgreSQL (pid {server.pid}) did not stop")
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memrouter.core.lazylog import LazyLogger
+from memrouter.core.processes import process_alive
 from memrouter.embed import embed_many
 from memrouter.index.sqlite.connection import connect, enable_wal, transaction
 
@@ -72,17 +73,6 @@ FIRST_PAUSE, LONGEST_PAUSE = 0.02, 0.5  # the poll's pause, growing by half each
 def text_hash(text: str) -> str:
     """The key of an embedded text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it runs, as another user
-        return True
-    return True
 
 
 def _parts(items: Sequence[str]) -> list[list[str]]:
@@ -200,7 +190,7 @@ class SharedVectors:
         if claim is None:
             return False
         host, pid, claimed_at = claim
-        return now - claimed_at < self.claim_stale and (host != self.host or _alive(pid))
+        return now - claimed_at < self.claim_stale and (host != self.host or process_alive(pid))
 
     def _embed_claimed(
         self, model: str, dimension: int, claimed: dict[str, str], embed_missing: Callable[[list[str]], list[bytes]]
