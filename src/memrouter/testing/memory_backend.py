@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from memrouter.core.errors import BackendUnavailable, NotFound
-from memrouter.external.backends.base import ExternalHit, MemoryDraft, RemoteMemory
+from memrouter.external.backends.base import ExternalHit, HealthChecked, MemoryDraft, RemoteMemory
 from memrouter.external.backends.health import HealthCheck
 
 __all__ = ["InMemoryBackend", "MemoryStore"]
@@ -64,7 +64,7 @@ def _cosine(a: Counter[str], b: Counter[str]) -> float:
     return dot / norm if norm else 0.0
 
 
-class InMemoryBackend:
+class InMemoryBackend(HealthChecked):
     """A backend whose service is a dictionary (see the module docstring)."""
 
     max_content: int | None = None
@@ -89,13 +89,6 @@ class InMemoryBackend:
     @property
     def endpoint(self) -> str:
         return f"memory:{self.name}"
-
-    @property
-    def health(self) -> HealthCheck:
-        return self._health
-
-    def available(self, force: bool = False) -> bool:
-        return self._health.check(force=force)
 
     def search(self, query: str, limit: int = 10) -> list[ExternalHit]:
         self._reach("search")

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memrouter.external.backends.health import HealthCheck
 
 __all__ = [
+    "HealthChecked",
     "Backend",
     "ExternalHit",
     "MemoryDraft",
@@ -158,6 +159,19 @@ class MemoryDraft:
     def hash(self) -> str:
         """The content hash of ``content``."""
         return content_hash(self.content)
+
+
+class HealthChecked:
+    """``health`` and ``available`` for a backend that keeps its reachability check in ``_health``."""
+
+    _health: HealthCheck
+
+    @property
+    def health(self) -> HealthCheck:
+        return self._health
+
+    def available(self, force: bool = False) -> bool:
+        return self._health.check(force=force)
 
 
 @runtime_checkable

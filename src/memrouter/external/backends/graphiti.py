@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memrouter.core.errors import BackendContractError, BackendNotInstalled, BackendUnavailable, ConfigError, NotFound
-from memrouter.external.backends.base import ExternalHit, MemoryDraft, RemoteMemory
+from memrouter.external.backends.base import ExternalHit, HealthChecked, MemoryDraft, RemoteMemory
 from memrouter.external.backends.graphiti_plan import plan_memory
 from memrouter.external.backends.health import DEFAULT_TTL_S, HealthCheck, tcp_probe
 from memrouter.store.parse import content_hash
@@ -100,7 +100,7 @@ def _transient(exc: BaseException) -> bool:
     return bool(names & {"ConnectionError", "TimeoutError", "BusyLoadingError"})
 
 
-class GraphitiBackend:
+class GraphitiBackend(HealthChecked):
     """The ``graphiti`` backend: a synchronous facade over ``GraphitiStore`` on a private event loop."""
 
     max_content: int | None = None
@@ -128,13 +128,6 @@ class GraphitiBackend:
     @property
     def endpoint(self) -> str:
         return f"falkordb://{self.config.host}:{self.config.port}/{self.config.group}"
-
-    @property
-    def health(self) -> HealthCheck:
-        return self._health
-
-    def available(self, force: bool = False) -> bool:
-        return self._health.check(force=force)
 
     # -- the store on its loop ------------------------------------------------
     @property

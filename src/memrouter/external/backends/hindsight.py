@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memrouter.core.errors import BackendContractError, BackendUnavailable, ConfigError, InvalidInput, NotFound
-from memrouter.external.backends.base import ExternalHit, MemoryDraft, RemoteMemory
+from memrouter.external.backends.base import ExternalHit, HealthChecked, MemoryDraft, RemoteMemory
 from memrouter.external.backends.health import DEFAULT_TTL_S, HealthCheck
 from memrouter.store.parse import content_hash
 
@@ -103,7 +103,7 @@ class HindsightConfig:
 _DEFAULTS = HindsightConfig()
 
 
-class HindsightBackend:
+class HindsightBackend(HealthChecked):
     """The ``hindsight`` backend: Hindsight's REST API, one request per call."""
 
     max_content: int | None = None
@@ -124,13 +124,6 @@ class HindsightBackend:
     @property
     def endpoint(self) -> str:
         return f"{self.config.url}/v1/default/banks/{self.config.bank}"
-
-    @property
-    def health(self) -> HealthCheck:
-        return self._health
-
-    def available(self, force: bool = False) -> bool:
-        return self._health.check(force=force)
 
     # -- HTTP -----------------------------------------------------------------
     def _path(self, *parts: str) -> str:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from memrouter.core.errors import BackendContractError, BackendNotInstalled, BackendUnavailable, ConfigError, NotFound
-from memrouter.external.backends.base import ExternalHit, MemoryDraft, RemoteMemory
+from memrouter.external.backends.base import ExternalHit, HealthChecked, MemoryDraft, RemoteMemory
 from memrouter.external.backends.health import DEFAULT_TTL_S, HealthCheck
 from memrouter.store.parse import content_hash
 
@@ -116,7 +116,7 @@ def _transient(exc: BaseException) -> bool:
     return bool(names & {"OperationalError", "InterfaceError", "DisconnectionError"})
 
 
-class PixeltableBackend:
+class PixeltableBackend(HealthChecked):
     """The ``pixeltable`` backend: a synchronous facade over ``PixeltableStore`` on one worker thread."""
 
     max_content: int | None = None
@@ -143,13 +143,6 @@ class PixeltableBackend:
     def endpoint(self) -> str:
         home = self.config.home if self.config.home is not None else "$PIXELTABLE_HOME"
         return f"pixeltable:{home}/{self.config.table}"
-
-    @property
-    def health(self) -> HealthCheck:
-        return self._health
-
-    def available(self, force: bool = False) -> bool:
-        return self._health.check(force=force)
 
     def _probe(self) -> None:
         """Before the store is opened: that its home can be made. After: that its PostgreSQL still runs."""
