@@ -19,21 +19,35 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from anthropic.tools import BetaLocalFilesystemMemoryTool as Reference
-from anthropic.tools import ToolError
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memrouter.anthropic_memory import MemrouterMemoryTool, _memory_name, _shown
 from memrouter.core.names import validate_name
 from memrouter.guard.duplicates import Candidate, find_duplicate
 from memrouter.guard.secrets import find_secrets
 from memrouter.router import Router
 from memrouter.store.parse import parse_memory
 from memrouter.testing.guard_sets import fake
+
+if TYPE_CHECKING:
+    from anthropic.tools import BetaLocalFilesystemMemoryTool as Reference
+    from anthropic.tools import ToolError
+
+    from memrouter.anthropic_memory import MemrouterMemoryTool, _memory_name, _shown
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _sdk() -> None:
+    """Import the SDK (about 2 s) when these tests run, not in every pytest worker that merely collects them."""
+    global Reference, ToolError, MemrouterMemoryTool, _memory_name, _shown
+    from anthropic.tools import BetaLocalFilesystemMemoryTool as Reference
+    from anthropic.tools import ToolError
+
+    from memrouter.anthropic_memory import MemrouterMemoryTool, _memory_name, _shown
+
 
 # A small tree, so that commands meet the files earlier ones made: paths of files and folders, then
 # the paths memrouter refuses for a new file on purpose (see memrouter.anthropic_memory), then escapes.
