@@ -139,8 +139,33 @@ def test_the_int8_copy_keeps_the_vectors_close_under_its_own_model_id(
     cosines = np.sum(int8.embed_batch(texts) * minilm_onnx.embed_batch(texts), axis=1)
     assert cosines.min() >= 0.98 and cosines.mean() >= 0.995
     assert sorted(p.name for p in onnx_cache.glob("*-int8v2.onnx"))  # made once, beside the fp32 graph
-    again = get_embedder("minilm-int8", cache_dir=onnx_cache)
+    assert get_embedder("minilm-int8", cache_dir=onnx_cache) is int8  # one per process
+    from memrouter.embed.onnx_bert import OnnxEmbedder
+
+    again = OnnxEmbedder(int8.model_path, cache_dir=onnx_cache, quantized=True)  # from the kept int8 graph
     np.testing.assert_allclose(again.embed_batch(texts[:3]), int8.embed_batch(texts[:3]), atol=1e-6)
+
+
+def test_the_model_is_loaded_once_per_process_runtime_and_options(
+    minilm_onnx: BertEmbedderBase, minilm_numpy: BertEmbedderBase, onnx_cache: Path
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memrouter.embed import get_embedder
+
+    assert get_embedder("minilm-onnx", cache_dir=onnx_cache) is minilm_onnx
+    assert get_embedder("minilm", cache_dir=onnx_cache) is minilm_onnx  # the default picks the same runtime
+    assert get_embedder("minilm-numpy") is minilm_numpy is not minilm_onnx
+    other = get_embedder("minilm-onnx", cache_dir=onnx_cache, batch_tokens=512)
+    assert other is not minilm_onnx and other._batch_tokens == 512
+    with ThreadPoolExecutor(4) as pool:  # threads asking first, at once, get one embedder
+        made = list(pool.map(lambda _: get_embedder("minilm-onnx", cache_dir=onnx_cache, max_batch=8), range(4)))
+    assert all(embedder is made[0] for embedder in made) and made[0] is not minilm_onnx
+    texts = [text for text in TEXTS if text]
+    with ThreadPoolExecutor(4) as pool:  # and one embedder serves threads at once with the same vectors
+        vectors = list(pool.map(minilm_onnx.embed_batch, [texts] * 8))
+    for each in vectors[1:]:
+        np.testing.assert_allclose(each, vectors[0], atol=1e-6)
 
 
 def _corpus_sample() -> list[Path]:
