@@ -105,22 +105,32 @@ def database_url(postgres_server: PostgresServer) -> str:
 
 @pytest.fixture(scope="session")
 def _built_model_graph(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
-    """The built-in model's ONNX graph, built once per worker into a folder of its own (None without the model).
+    """The built-in model's ONNX graph, built once per run into a folder of its own (None without the model).
 
     Building it from the weights costs more than a second of CPU; every test's
     home starts with hard links to these files, as a user's cache holds them
-    after the first search. The build from an empty cache is still tested:
-    ``tests/embed`` (its own ``onnx_cache``) and the release tests do it.
+    after the first search. The pytest workers of one run share the folder: the
+    first builds it, under a lock, and the others find it built. The build from
+    an empty cache is still tested: ``tests/embed`` (its own ``onnx_cache``) and
+    the release tests do it.
     """
+    import fcntl
+
     from memrouter.core.errors import NotInstalled
     from memrouter.embed.loaders import resolve_model_path
     from memrouter.embed.onnx_bert import cached_onnx_model
 
-    folder = tmp_path_factory.mktemp("model-graph")
-    try:
-        cached_onnx_model(resolve_model_path(None) / "model.safetensors", folder)
-    except NotInstalled:
-        return None  # the tests that need the model fail with the reason themselves
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # the folder of this run, above each worker's own
+    folder = run / "model-graph"
+    with open(run / "model-graph.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        folder.mkdir(exist_ok=True)
+        try:
+            cached_onnx_model(resolve_model_path(None) / "model.safetensors", folder)
+        except NotInstalled:
+            return None  # the tests that need the model fail with the reason themselves
     return folder
 
 
