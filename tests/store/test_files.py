@@ -25,6 +25,15 @@ def test_scan_finds_nested_files_and_skips_dot_entries(memories: Path) -> None:
     ]
 
 
+def test_scan_gives_each_folders_files_in_name_order_whatever_the_file_system_lists(tmp_path: Path) -> None:
+    """The index numbers memories in scan order and breaks equal scores by that number, so the order must not
+    be the file system's (hash order on ext4, newest first on tmpfs): equal hits would swap between machines."""
+    names = [f"m{n:03d}" for n in range(200)]
+    for name in reversed(names):
+        (tmp_path / f"{name}.md").write_text(f"# {name}")
+    assert [stat.name for stat in MemoryStore(tmp_path).scan()] == names
+
+
 def test_scan_does_not_follow_links_out_of_the_root(memories: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

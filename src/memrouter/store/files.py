@@ -134,7 +134,7 @@ class MemoryStore:
         while stack:
             folder, prefix = stack.pop()
             try:
-                entries = list(os.scandir(folder))
+                entries = sorted(os.scandir(folder), key=_entry_name)  # one order on every file system
             except OSError:
                 continue
             for entry in entries:
@@ -379,6 +379,10 @@ class _MemoryLocks:
         for name in reversed(self.taken):
             self.store._release(name)
         self.taken = []
+
+
+def _entry_name(entry: os.DirEntry[str]) -> str:
+    return entry.name
 
 
 def _lock_key(name: str) -> str:
