@@ -63,15 +63,21 @@ demo: $(DEMO_STAMP)
 # (160 s with 2 workers, 140 s with 3, 143 s with 4, quiet). TEST_WORKERS=N to choose.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 
+# The tests' temporary files go to memory where the system has a tmpfs for it (/dev/shm on Linux): the suite
+# writes, fsyncs and renames thousands of small files, and git and SQLite run on them (12 s less of 150, quiet).
+# TEST_TMPDIR= keeps the system's temporary folder.
+TEST_TMPDIR ?= $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm)
+
 # The type check runs beside the tests: on a fresh clone mypy has no cache and takes about 14 s of one core,
 # which the tests leave idle in part (they wait on the processes they start). Both must pass; mypy's
 # report follows the tests'.
+SUITE = $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/postgres
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(BIN)/mypy > $(VENV)/mypy.log 2>&1 & types=$$!; \
-	echo "$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/postgres  (mypy beside it)"; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --ignore=tests/postgres; tests=$$?; \
+	echo "$(SUITE)  (mypy beside it)"; \
+	$(SUITE); tests=$$?; \
 	wait $$types; typed=$$?; cat $(VENV)/mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 
