@@ -104,11 +104,24 @@ def draw_command(data: st.DataObject, before: dict[str, str | None]) -> dict[str
 def answer(tool: Any, command: dict[str, Any]) -> tuple[str, str]:
     """What the tool answers: ``("ok", text)``, ``("error", message)`` for a ToolError, ``("crash", type)``."""
     try:
-        return "ok", str(tool.call(command))
+        return "ok", _folder_sizes_left_out(str(tool.call(command)))
     except ToolError as exc:
         return "error", str(exc)
     except Exception as exc:  # the reference lets some OS errors through (a folder where a file is)
         return "crash", type(exc).__name__
+
+
+def _folder_sizes_left_out(listing: str) -> str:
+    """A folder listing with its folders' sizes blanked: a folder's size is the file system's (4.0K on ext4;
+    on tmpfs it grows with each entry, hidden ones too, and memrouter's folder holds its hidden write folder)."""
+    if not listing.startswith("Here're the files and directories"):
+        return listing
+    header, *lines = listing.split("\n")
+    return "\n".join(
+        [header]
+        + [f"(folder)\t{path}" if index == 0 or path.endswith("/") else f"{size}\t{path}"
+           for index, (size, _, path) in enumerate(line.partition("\t") for line in lines)]
+    )  # fmt: skip
 
 
 def tree(root: Path, shown: Any = lambda name: name) -> dict[str, str | None]:
