@@ -265,6 +265,8 @@ def build(cache: Path, speed: float) -> dict[str, Any]:
 
 def suite() -> dict[str, Any]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("MEMROUTER_")}
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):  # as make test runs it (TEST_TMPDIR)
+        env["TMPDIR"] = "/dev/shm"
     workers = str(len(os.sched_getaffinity(0)) + 1)  # as make test runs it (TEST_WORKERS)
     wall, _ = _silent(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, "--ignore=tests/postgres"],
