@@ -53,6 +53,37 @@ def test_write_is_atomic_and_keeps_bytes_exactly(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "topic").iterdir()] == ["new-one.md"]  # no temp files left
 
 
+@pytest.mark.parametrize("left", ["no ignore file", "empty ignore file", "half an ignore file", "temporary file"])
+def test_a_write_area_a_killed_writer_left_unfinished_is_repaired_before_git_sees_a_lock(
+    tmp_path: Path, left: str
+) -> None:
+    """A writer killed between making ``.memrouter-write`` and completing its ``.gitignore`` left a folder git
+    would list; the next store's first write completes the ignore file, so no lock or temporary file shows."""
+    import subprocess
+
+    project = tmp_path / "project"
+    root = project / ".serena" / "memories"
+    area = root / ".memrouter-write"
+    area.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    if left == "empty ignore file":
+        (area / ".gitignore").write_bytes(b"")
+    elif left == "half an ignore file":
+        (area / ".gitignore").write_bytes(b"# memrouter's lock and")
+    elif left == "temporary file":
+        (area / ".gitignore.4242.tmp").write_bytes(b"# memrouter's lock and temporary files: never commit them\n*\n")
+    MemoryStore(root).write("notes/one", "# One\n")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout.splitlines() == ["?? .serena/memories/notes/one.md"]
+    assert (area / "locks").is_dir() and list((area / "locks").iterdir())
+
+
 def test_expected_hash_refuses_a_concurrent_change(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path)
     first = store.write("a", "# one\n").memory

@@ -12,9 +12,9 @@ processes:
   never half of one.
 
 Lock and temporary files live in ``<root>/.memrouter-write/``, which holds a
-``.gitignore`` of ``*`` (git never picks them up) and is skipped by every scan
-(it starts with a dot). Temporary files left by a killed writer are removed by
-the next writer.
+``.gitignore`` of ``*`` (git never picks them up; ``memrouter.store.atomic``)
+and is skipped by every scan (it starts with a dot). Temporary files left by a
+killed writer are removed by the next writer.
 """
 
 from __future__ import annotations
@@ -27,8 +27,15 @@ from pathlib import Path
 from memrouter.core.errors import Conflict, InvalidInput, MemoryRouterError, NotFound
 from memrouter.core.model import Memory
 from memrouter.core.names import SUFFIX, name_for_path, normalize_name, path_for_name, validate_name
-from memrouter.core.processes import process_alive
 from memrouter.core.records import record, replace
+from memrouter.store.atomic import (
+    TEMP_SUFFIX,
+    WRITE_AREA,
+    atomic_write,
+    remove_empty_parents,
+    remove_stale_temps,
+    write_area,
+)
 from memrouter.store.sources import SourceFiles, is_source_name, read_section, refuse_read_only
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
@@ -38,10 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["FileStat", "MemoryStore", "Written", "WRITE_AREA", "decode", "read_regular", "MAX_FILE_BYTES"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
-WRITE_AREA = ".memrouter-write"
-# A temporary file whose writer is gone, or older than this, is removed (seconds).
-STALE_TEMP_AGE = 3600.0
-_TEMP_SUFFIX = ".tmp"
 
 
 @record
@@ -107,6 +110,7 @@ class MemoryStore:
         self._resolved_root: Path | None = None  # the root's real path, once it exists
         self._doomed: set[str] = set()  # names whose lock file goes when released (deleted memories)
         self._cleaned = False
+        self._area: Path | None = None  # the write area, once made and checked
         # Told of every change this store makes: (name, hash before or None, memory after or None).
         # The audit log listens here (``memrouter.ops.audit``), so no write path can skip it.
         self.observer: Callable[[str, str | None, Memory | None], None] | None = None
@@ -140,7 +144,7 @@ class MemoryStore:
             for entry in entries:
                 entry_name = entry.name
                 if entry_name[0] == ".":
-                    if entry_name.endswith(_TEMP_SUFFIX) and SUFFIX + "." in entry_name:
+                    if entry_name.endswith(TEMP_SUFFIX) and SUFFIX + "." in entry_name:
                         stray.append(entry.path)  # ``.<name>.md.<random>.tmp`` of an older writer
                     continue
                 try:
@@ -273,13 +277,9 @@ class MemoryStore:
         os.close(fd)  # closing drops the flock
 
     def _work_dir(self) -> Path:
-        area = self.root / WRITE_AREA
-        if not area.is_dir():
-            area.mkdir(parents=True, exist_ok=True)
-            ignore = area / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# memrouter's lock and temporary files: never commit them\n*\n")
-        return area
+        if self._area is None or not self._area.is_dir():
+            self._area = write_area(self.root)  # checks the area's .gitignore once per store
+        return self._area
 
     def _locks_dir(self) -> Path:
         folder = self._work_dir() / "locks"
@@ -322,7 +322,7 @@ class MemoryStore:
                 raise Conflict(f"memory {name!r} changed since it was read (it now {state}); read it again and retry")
             from memrouter.store.parse import parse_memory
 
-            mtime_ns, size = _atomic_write(path, data, self._temp_dir())
+            mtime_ns, size = atomic_write(path, data, self._temp_dir())
             written = Written(parse_memory(name, str(path), text), mtime_ns, size)
             if self.observer is not None:
                 self.observer(name, current, written.memory)
@@ -353,7 +353,7 @@ class MemoryStore:
             self._doomed.add(name)
             if self.observer is not None:
                 self.observer(name, memory.hash, None)
-        _remove_empty_parents(Path(memory.path).parent, self.root)
+        remove_empty_parents(Path(memory.path).parent, self.root)
         return memory
 
 
@@ -389,107 +389,3 @@ def _lock_key(name: str) -> str:
     import hashlib
 
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def remove_stale_temps(folder: Path, stray: list[str]) -> None:
-    """Remove temporary files whose writer died (``<pid>.<random>.tmp``), or that are old.
-
-    ``stray`` lists the in-tree temporary files of older memrouter versions;
-    they are removed once they are older than ``STALE_TEMP_AGE``.
-    """
-    import time
-
-    now = time.time()
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        pid_text = entry.name.split(".", 1)[0]
-        try:
-            old = now - entry.stat().st_mtime > STALE_TEMP_AGE
-            if old or (pid_text.isdigit() and not process_alive(int(pid_text))):
-                os.unlink(entry.path)
-        except OSError:
-            continue  # gone already, or not ours to remove
-    for path in stray:
-        try:
-            if now - os.stat(path).st_mtime > STALE_TEMP_AGE:
-                os.unlink(path)
-        except OSError:
-            continue
-
-
-def _atomic_write(path: Path, data: bytes, temp_dir: Path) -> tuple[int, int]:
-    """Write to a temporary file, fsync, rename over the target, fsync the folder.
-
-    Returns the new file's ``(mtime_ns, size)``, taken from the temporary file
-    itself, so a later writer's file is never mistaken for this one.
-    """
-    import tempfile  # lazy: only writes need it
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f"{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=temp_dir)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            if path.exists():
-                os.fchmod(handle.fileno(), path.stat().st_mode & 0o777)
-            else:
-                os.fchmod(handle.fileno(), 0o644)
-            written = os.fstat(handle.fileno())
-        try:
-            _replace(temp, path)
-        except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            # The folder is another file system (a mount inside the root): write beside the file.
-            os.unlink(temp)
-            return _atomic_write(path, data, path.parent)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except FileNotFoundError:
-            pass  # already renamed or never created: nothing to clean up
-        raise
-    _fsync_folder(path.parent)
-    return written.st_mtime_ns, written.st_size
-
-
-def _replace(temp: str, path: Path) -> None:
-    """``os.replace``, making the folder again if a concurrent delete just removed it as empty."""
-    for _ in range(5):
-        try:
-            os.replace(temp, path)
-            return
-        except FileNotFoundError:
-            if not os.path.exists(temp):
-                raise
-            path.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(temp, path)
-
-
-def _fsync_folder(folder: Path) -> None:
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError as exc:  # some file systems cannot fsync a folder; the rename is done
-        if exc.errno not in (errno.EINVAL, errno.EBADF):
-            raise
-    finally:
-        os.close(dir_fd)
-
-
-def _remove_empty_parents(folder: Path, root: Path) -> None:
-    """Drop folders emptied by a delete, up to (not including) the root."""
-    while folder != root and folder.is_relative_to(root):
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent

@@ -282,7 +282,7 @@ class IndexKeeper:
         self.last_report = report
         self.unindexed.clear()
         if not self.store.readonly and self.store.stray_temps:
-            from memrouter.store.files import remove_stale_temps
+            from memrouter.store.atomic import remove_stale_temps
 
             remove_stale_temps(self.store.root / WRITE_AREA / "tmp", self.store.stray_temps)
         unreadable = {n: p for n, p in report.problems.items() if "not indexed" in p or "unreadable" in p}
