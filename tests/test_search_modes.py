@@ -96,6 +96,17 @@ def test_above_the_limit_hybrid_runs_keyword_only_and_says_so_everywhere(tmp_pat
     assert "warning" not in run(root, "status").stdout
 
 
+def test_one_memory_without_vectors_is_counted_as_one(tmp_path: Path) -> None:
+    root = app(tmp_path, "on_search = 50\n")
+    with Router.open(root=root, watch=False) as router:
+        assert router.search_mode("semantic").embedded == 4  # asked for by name: every vector is made
+        write(root, "notes/late", "# Late\n\nA memory written by hand after the others were embedded.\n")
+        router.refresh()
+        notice = router.search_mode().notice
+        assert notice is not None and notice.startswith("keyword-only: 1 memory has no vectors yet (")
+        assert [w for w in router.status()["warnings"] if w.startswith("1 memory has no vectors yet (")]
+
+
 def test_without_the_model_every_face_says_search_is_keyword_only(tmp_path: Path) -> None:
     """A real process where the model package cannot be imported (it comes first on the path, and fails)."""
     root = app(tmp_path)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from memrouter.index.sqlite.refresh import Progress
 
 
-__all__ = ["FIX", "check_branches", "choose_mode", "effective_mode", "past", "search"]
+__all__ = ["FIX", "check_branches", "choose_mode", "effective_mode", "memories", "past", "search"]
 
 
 def _marked(ws: Workspace, hits: builtins.list[Hit], now: float) -> builtins.list[Hit]:
@@ -46,6 +46,11 @@ def _marked(ws: Workspace, hits: builtins.list[Hit], now: float) -> builtins.lis
 
 
 FIX = "run `memrouter index` to embed them now, or `memrouter serve`, which embeds in the background"
+
+
+def memories(count: int, verb_one: str, verb_many: str) -> str:
+    """``1 memory has`` or ``4 memories have``: a count of memories with its verb agreeing."""
+    return f"1 memory {verb_one}" if count == 1 else f"{count} memories {verb_many}"
 
 
 def choose_mode(
@@ -72,9 +77,10 @@ def choose_mode(
         return ModeChoice(asked, asked)
     if index.embedding_in_background:
         if asked == "semantic" or index.indexed(lambda: index.dense.has_vectors(ws.conn)):
-            note = f"{pending} memories are still being embedded in the background; meaning covers the others so far"
+            note = f"{memories(pending, 'is', 'are')} still being embedded in the background; meaning covers the others"
             return ModeChoice(asked, asked, pending, notice=note)
-        note = f"keyword-only: the {pending} memories are being embedded in the background; meaning joins as they land"
+        every = "the memory is" if pending == 1 else f"the {pending} memories are"
+        note = f"keyword-only: {every} being embedded in the background; meaning joins as they land"
         return ModeChoice(asked, "lexical", pending, notice=note)
     if asked == "semantic":  # asks for vectors explicitly: every missing one is embedded, however many
         done = index.indexed(lambda: index.embed_pending(progress)) if embed else 0
@@ -85,7 +91,7 @@ def choose_mode(
     limit = ws.config.embed_on_search
     if chars > limit:
         note = (
-            f"keyword-only: {pending} memories have no vectors yet ({chars:,} characters; a search embeds at most "
+            f"keyword-only: {memories(pending, 'has', 'have')} no vectors yet ({chars:,} characters; a search embeds at most "
             f"{limit:,}); {FIX}"
         )
         return ModeChoice(asked, "lexical", pending, notice=note)
@@ -96,7 +102,9 @@ def choose_mode(
     except NotInstalled as exc:
         return ModeChoice(asked, "lexical", pending, notice=f"keyword-only: {exc}")
     except EndpointError as exc:  # an embedding endpoint down: the vectors there are serve; these wait for it
-        return ModeChoice(asked, asked, pending, notice=f"{pending} memories wait for their vectors: {exc}")
+        return ModeChoice(
+            asked, asked, pending, notice=f"{memories(pending, 'waits for its', 'wait for their')} vectors: {exc}"
+        )
     return ModeChoice(asked, asked, pending, done)
 
 

@@ -6,7 +6,7 @@ from memrouter.index.sqlite.anchor_marks import state_counts
 from memrouter.ops.branches import diverged, explain
 from memrouter.ops.external import backend_status
 from memrouter.ops.lifecycle import Lifecycle
-from memrouter.ops.search import FIX
+from memrouter.ops.search import FIX, memories
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cold start cost)
 if TYPE_CHECKING:
@@ -71,12 +71,12 @@ def _vector_warnings(ws: Workspace, dense: dict[str, Any]) -> list[str]:
     if not pending:
         return []
     if ws.index.embedding_in_background:
-        return [f"{pending} memories have no vectors yet: the background embedder is embedding them"]
+        return [f"{memories(pending, 'has', 'have')} no vectors yet: the background embedder is embedding them"]
     _, chars = ws.index.indexed(ws.index.pending_vectors)
     limit = ws.config.embed_on_search
     if chars <= limit:
         return [
-            f"{pending} memories have no vectors yet: the next hybrid search embeds them first ({chars:,} characters)"
+            f"{memories(pending, 'has', 'have')} no vectors yet: the next hybrid search embeds them first ({chars:,} characters)"
         ]
-    return [f"{pending} memories have no vectors yet ({chars:,} characters, more than a search embeds: "
+    return [f"{memories(pending, 'has', 'have')} no vectors yet ({chars:,} characters, more than a search embeds: "
             f"[embed] on_search = {limit:,}): hybrid search runs keyword-only; {FIX}"]  # fmt: skip
