@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -11,8 +12,9 @@ from sync.synchelp import http_toml, make_project, mapping
 
 from memrouter import Router
 from memrouter.cli import main
-from memrouter.external.backends.forgetful import ForgetfulBackend
-from memrouter.testing.servers import FakeServer, stdio_command
+from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.forgetful import ForgetfulBackend, ForgetfulConfig
+from memrouter.testing.servers import FakeServer, serve_http, stdio_command
 
 
 def test_report_counts_every_state_over_nested_folders(
@@ -48,6 +50,60 @@ def test_report_counts_every_state_over_nested_folders(
 
         router.sync(force=True)
         assert router.validate()[0].missing == 0
+
+
+def counted_calls(backend: ForgetfulBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The Forgetful tools ``backend`` runs from now on, in order (each call still reaches the server)."""
+    calls: list[str] = []
+    execute = backend.execute
+
+    def counting(tool: str, arguments: Any) -> dict[str, Any]:
+        calls.append(tool)
+        return execute(tool, arguments)
+
+    monkeypatch.setattr(backend, "execute", counting)
+    return calls
+
+
+def test_remote_validation_lists_the_copies_and_fetches_only_what_the_listing_does_not_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve_http() as server:  # a server of its own: the listing's size is this test's
+        project = make_project(tmp_path, http_toml(server.url))
+        with Router.open(root=project / ".serena" / "memories", watch=False) as router:
+            router.sync()
+            backend = router.backend("forgetful")
+            calls = counted_calls(backend, monkeypatch)
+            assert router.validate(check_remote=True)[0].in_sync == 6
+            assert calls == ["get_recent_memories"]  # six copies, one page, none fetched
+
+            records = mapping(router).records("forgetful")
+            gone, kept = records["conventions/commit-messages"].remote_ids[0], records["ci/flaky-tests"].remote_ids[0]
+            backend.mark_obsolete(gone, "removed by hand")
+            calls.clear()
+            report = router.validate(check_remote=True)[0]
+            assert (report.in_sync, report.missing, report.orphaned_remote_ids) == (5, 1, (gone,))
+            assert calls == ["get_recent_memories", "get_memory"]  # the obsolete copy is not listed: fetched
+
+            # a listing that raced a write and missed a live copy: the copy is fetched and found
+            listing = backend.live_ids
+            monkeypatch.setattr(backend, "live_ids", lambda most_calls: (listing(most_calls) or set()) - {kept})
+            calls.clear()
+            assert router.validate(check_remote=True)[0].in_sync == 5
+            assert calls == ["get_recent_memories", "get_memory", "get_memory"]
+
+
+def test_the_listing_is_skipped_when_fetching_each_copy_takes_fewer_calls(tmp_path: Path) -> None:
+    with serve_http() as server:
+        backend = ForgetfulBackend(ForgetfulConfig(url=server.url, timeout=10.0))
+        try:
+            ids = [backend.upsert(MemoryDraft(title=f"Note {n}", content=f"note {n}", context="c")) for n in range(101)]
+            assert backend.live_ids(most_calls=2) == set(ids)  # 101 memories: two pages
+            assert backend.live_ids(most_calls=1) is None  # more than one page: fetching one copy is cheaper
+            backend.mark_obsolete(ids[0], "gone")
+            assert backend.live_ids(most_calls=2) == set(ids[1:])
+        finally:
+            backend.close()
 
 
 def test_one_memorys_sync_state_agrees_with_the_report(tmp_path: Path, fake_http: FakeServer) -> None:

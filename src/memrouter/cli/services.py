@@ -120,7 +120,7 @@ def sync(state: State, scope: str, dry_run: bool, force: bool, backend: str | No
     "--remote",
     "check_remote",
     is_flag=True,
-    help="Also fetch every mapped remote memory (one call each; needs the service).",
+    help="Also check every mapped remote memory on the service (listed, or fetched one by one; needs it).",
 )
 @FORMAT
 @pass_state

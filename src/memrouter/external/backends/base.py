@@ -240,6 +240,22 @@ class SupportsInventory(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsListing(Protocol):
+    """Optional ability: list the ids the service holds, many to a call.
+
+    ``validate --remote`` reads the listing instead of fetching every copy. A
+    listing is a hint, not the truth: an id it does not show is still fetched
+    before it is called missing, so a listing that raced a write never reports
+    a copy gone that is there.
+    """
+
+    def live_ids(self, most_calls: int) -> set[str] | None:
+        """The ids of the remote memories that are not obsolete; None when listing them would take more than
+        ``most_calls`` calls (the service holds many more memories than the caller asks about)."""
+        ...
+
+
 def upsert_parts(
     backend: Backend,
     draft: MemoryDraft,

@@ -83,6 +83,8 @@ __all__ = [
 ]
 
 MAX_K = 20
+# ``get_recent_memories`` returns at most this many memories a call (the real server's cap).
+PAGE = 100
 
 EXECUTE_TOOL = "execute_forgetful_tool"
 META_TOOLS = ("discover_forgetful_tools", "how_to_use_forgetful_tool", EXECUTE_TOOL)
@@ -288,6 +290,31 @@ class ForgetfulBackend:
         from memrouter.external.backends import forgetful_schema as schema
 
         return schema.parse_reply(schema.ForgetfulMemory, data, tool="get_memory", source=self.name).to_remote()
+
+    def live_ids(self, most_calls: int) -> set[str] | None:
+        """The ids of every memory not obsolete, paging through ``get_recent_memories`` (``SupportsListing``).
+
+        Obsolete memories are listed too and left out here: the list then only grows at its newest end while
+        it is read, so a write meanwhile shows a memory twice, never hides one. None when the server holds
+        more than ``most_calls`` pages.
+        """
+        from memrouter.external.backends import forgetful_schema as schema
+
+        live: set[str] = set()
+        offset = calls = 0
+        while True:
+            data = self.execute("get_recent_memories", {"limit": PAGE, "offset": offset, "include_obsolete": True})
+            page = schema.parse_reply(schema.RecentMemories, data, tool="get_recent_memories", source=self.name)
+            calls += 1
+            total = page.total_count
+            if calls == 1 and total is not None and -(-total // PAGE) > most_calls:
+                return None
+            live.update(str(memory.id) for memory in page.memories if not memory.is_obsolete)
+            offset += len(page.memories)
+            if len(page.memories) < PAGE or (total is not None and offset >= total):
+                return live
+            if calls >= most_calls:
+                return None
 
     def link(self, remote_id: str, related_ids: Sequence[str]) -> None:
         """Link ``remote_id`` to each of ``related_ids`` (Forgetful links both ways)."""

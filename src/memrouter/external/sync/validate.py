@@ -9,10 +9,12 @@ thousand memories::
     missing   a memory with no copy on the backend
     orphaned  a mapping whose memory no longer exists (sync marks it obsolete)
 
-With ``check_remote`` it also fetches every mapped remote id (one ``get``
-per id: slower, and only when the backend is up; one call in all for a backend
-that ``SupportsInventory``) and counts a mapped memory whose remote copy is gone
-or obsolete as ``missing``, its ids listed as orphaned remote ids.
+With ``check_remote`` it also checks every mapped remote id, and counts a
+mapped memory whose remote copy is gone or obsolete as ``missing``, its ids
+listed as orphaned remote ids. It asks the backend as cheaply as the backend
+allows: one call in all when it ``SupportsInventory``; a page of ids per call
+when it ``SupportsListing`` (Forgetful: 100), each id the listing does not show
+then fetched; else one ``get`` per id. Only when the backend is up.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memrouter.core.errors import NotFound
-from memrouter.external.backends.base import Backend, SupportsInventory
+from memrouter.core.errors import BackendError, BackendUnavailable, NotFound
+from memrouter.core.lazylog import LazyLogger
+from memrouter.external.backends.base import Backend, SupportsInventory, SupportsListing
 from memrouter.external.sync.state import SyncRecord, SyncState
 
 __all__ = ["FreshnessEntry", "FreshnessReport", "memory_state", "validate", "state_of"]
+
+log = LazyLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +97,12 @@ def validate(
     counts = {"in_sync": 0, "stale": 0, "missing": 0, "orphaned": 0}
     gone_remote: list[str] = []
     held = remote.inventory() if isinstance(remote, SupportsInventory) else None
+    listed = _listed(remote, records, current) if held is None and remote is not None else None
     for name in sorted(current):
         record = records.get(name)
         state, why = state_of(record, current[name])
         if remote is not None and state != "missing" and record is not None:
-            absent = [rid for rid in record.remote_ids if not _exists(remote, rid, held)]
+            absent = [rid for rid in record.remote_ids if not _exists(remote, rid, held, listed)]
             if absent:
                 gone_remote += absent
                 state, why = "missing", f"remote id(s) {', '.join(absent)} gone or obsolete"
@@ -132,9 +138,27 @@ def memory_state(mapping: SyncState, backend_name: str, name: str, content_hash:
     return state_of(mapping.record(backend_name, name), content_hash)
 
 
-def _exists(backend: Backend, remote_id: str, held: Mapping[str, str] | None) -> bool:
+def _listed(remote: Backend, records: Mapping[str, SyncRecord], current: Mapping[str, str]) -> set[str] | None:
+    """The ids ``remote`` lists as live, when it ``SupportsListing`` in fewer calls than fetching each copy."""
+    if not isinstance(remote, SupportsListing):
+        return None
+    wanted = sum(len(records[name].remote_ids) for name in current if name in records)
+    if wanted == 0:
+        return None
+    try:
+        return remote.live_ids(most_calls=wanted)
+    except BackendUnavailable:
+        raise
+    except BackendError as exc:  # the listing failed, the service answers: fetch each copy instead
+        log.warning("%s: cannot list what it holds (%s); checking each copy", remote.name, exc)
+        return None
+
+
+def _exists(backend: Backend, remote_id: str, held: Mapping[str, str] | None, listed: set[str] | None) -> bool:
     if held is not None:
         return remote_id in held
+    if listed is not None and remote_id in listed:
+        return True  # listed as live just now; an id the listing does not show is fetched (it may have raced)
     try:
         return not backend.get(remote_id).is_obsolete
     except NotFound:
