@@ -84,9 +84,11 @@ test: $(STAMP)
 
 # The PostgreSQL store against a real PostgreSQL with pgvector (started by the tests themselves):
 # its own tests, then every other test again with each router reading PostgreSQL (`--store postgres`).
+# Both on the workers and temporary folder of `make test`: each worker starts a PostgreSQL of its own.
+PG_TESTS = $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 test-postgres: $(STAMP)
-	$(BIN)/python -m pytest -q tests/postgres
-	$(BIN)/python -m pytest -q -n auto --store postgres --ignore=tests/postgres
+	$(PG_TESTS) tests/postgres
+	$(PG_TESTS) --store postgres --ignore=tests/postgres
 
 # The web UI in a real browser (tests/ui, left out of `make test`): Playwright driving Debian's
 # Chromium, axe-core from npm for the accessibility check. Installs what is missing; a missing
