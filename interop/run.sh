@@ -39,8 +39,12 @@ for peer in forgetful serena; do
 done
 
 status=0
+# In parallel, one worker more than the cores (as `make test`): the tests mostly wait on the servers they
+# start, and each worker starts its own. INTEROP_WORKERS=N to choose. A few tests run for minutes, so each
+# worker is handed one test at a time (not xdist's first chunks of six), the longest first (conftest.py).
+WORKERS="${INTEROP_WORKERS:-$("$PY" -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')}"
 echo "interop: Forgetful (real), embed-serve, claude-flow (real), Hindsight (real) and Serena (real) parity" >&2
-"$PY" -m pytest -c interop/pytest.ini --rootdir interop -q interop/tests || status=1
+"$PY" -m pytest -c interop/pytest.ini --rootdir interop -q -n "$WORKERS" --maxschedchunk 1 interop/tests || status=1
 
 # suite_in_venv VENV SUITE WHAT [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV, with those
 # variables set. A note from the setup (missing-SUITE), a missing venv or any skipped test fails the run.

@@ -26,6 +26,13 @@ from interop_peers import (
 from memrouter.testing.fake_llm import FakeLLM
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the tests marked ``long`` first: parallel workers take tests in this order (one at a time, see
+    ``interop/run.sh``), so the full corpus sync starts at once rather than last, when one worker would run
+    it alone while the others are done."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: otherwise in collection order
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep caches and configuration out of the real home; no MEMROUTER_* from outside."""

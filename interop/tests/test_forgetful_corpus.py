@@ -77,6 +77,7 @@ def inspector(hashed_forgetful: RealForgetful) -> Iterator[ForgetfulBackend]:
     backend.close()
 
 
+@pytest.mark.long
 def test_full_corpus_sync_validate_and_drift(corpus_project: Path, inspector: ForgetfulBackend) -> None:
     root = corpus_project / ".serena" / "memories"
     with Router.open(root=root, watch=False) as router:
