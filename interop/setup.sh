@@ -43,7 +43,11 @@ log() { echo "interop setup: [${SECONDS} s] $*" >&2; }
 UV_BIN="${UV_BIN:-$(cd .. && pwd)/.venv/bin/uv}"
 pip_sources() {
     local links="${PIP_FIND_LINKS:-$(python3 -m pip config get global.find-links 2>/dev/null || true)}" link
-    for link in $links; do printf -- '--find-links=%s ' "$link"; done
+    for link in $links; do
+        # pip only warns about a folder that is not there; uv stops, so such a folder is left out
+        [[ "$link" == *://* && "$link" != file://* ]] || [[ -e "${link#file://}" ]] || continue
+        printf -- '--find-links=%s ' "$link"
+    done
     [[ -z "${PIP_EXTRA_INDEX_URL:-}" ]] || printf -- '--index-strategy=unsafe-best-match '
     for link in ${PIP_EXTRA_INDEX_URL:-}; do printf -- '--extra-index-url=%s ' "$link"; done
 }
