@@ -7,6 +7,18 @@ import subprocess
 from pathlib import Path
 
 
+def git_status(project: Path) -> str:
+    """``git status --porcelain`` of ``project``, every untracked file listed: what git would offer to commit."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
 def write(root: Path, name: str, text: str) -> Path:
     path = root / f"{name}.md"
     path.parent.mkdir(parents=True, exist_ok=True)

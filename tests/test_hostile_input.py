@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from helpers import write
+from helpers import git_status, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -183,14 +183,7 @@ def test_killed_writers_leave_nothing_for_git_and_no_torn_file(tmp_path: Path) -
         saver.stdout.close()
         text = (root / "big.md").read_text(encoding="utf-8") if (root / "big.md").exists() else None
         assert text is None or (text.startswith("# Big") and text.endswith(" \n") and len(set(text.split()[2::2])) == 1)
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert [line for line in status.stdout.splitlines() if not line.endswith(".md")] == []
+    assert [line for line in git_status(project).splitlines() if not line.endswith(".md")] == []
     with Router.open(root=root, index_dir=index_dir, watch=False) as router:
         router.save("# After\n\nthe next writer cleans up\n", "after")
         assert [item.name for item in router.list()] in (["after"], ["after", "big"])

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import write
+from helpers import git_status, write
 
 from memrouter import Router
 from memrouter.core.errors import IndexBusy
@@ -297,11 +297,5 @@ def test_the_state_folder_keeps_itself_out_of_git(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     with Router.open(root=project / ".serena" / "memories", watch=False) as router:
         router.search("alpha", mode="lexical")
-    untracked = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    untracked = git_status(project)
     assert ".memrouter" not in untracked and ".serena/memories/a.md" in untracked

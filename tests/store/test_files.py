@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import git_status
 
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.store.files import MemoryStore
@@ -73,14 +74,7 @@ def test_a_write_area_a_killed_writer_left_unfinished_is_repaired_before_git_see
     elif left == "temporary file":
         (area / ".gitignore.4242.tmp").write_bytes(b"# memrouter's lock and temporary files: never commit them\n*\n")
     MemoryStore(root).write("notes/one", "# One\n")
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert status.stdout.splitlines() == ["?? .serena/memories/notes/one.md"]
+    assert git_status(project).splitlines() == ["?? .serena/memories/notes/one.md"]
     assert (area / "locks").is_dir() and list((area / "locks").iterdir())
 
 

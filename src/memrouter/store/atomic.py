@@ -36,7 +36,7 @@ def write_area(root: Path) -> Path:
         if ignore.read_bytes() == _IGNORE:
             return area
     except FileNotFoundError:
-        pass
+        pass  # no ignore file yet (a new area, or a writer killed before it wrote one): written below
     # Through a temporary file and a rename: git never reads a half-written ignore file. The temporary
     # file of a writer killed here is covered by the rule once the next writer completes it.
     temp = area / f".gitignore.{os.getpid()}{TEMP_SUFFIX}"
