@@ -90,9 +90,9 @@ def choose_mode(
         return ModeChoice(asked, "lexical", pending, notice=f"keyword-only: {problem}")
     limit = ws.config.embed_on_search
     if chars > limit:
+        missing = memories(pending, "has", "have")
         note = (
-            f"keyword-only: {memories(pending, 'has', 'have')} no vectors yet ({chars:,} characters; a search embeds at most "
-            f"{limit:,}); {FIX}"
+            f"keyword-only: {missing} no vectors yet ({chars:,} characters; a search embeds at most {limit:,}); {FIX}"
         )
         return ModeChoice(asked, "lexical", pending, notice=note)
     if not embed:

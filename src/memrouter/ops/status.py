@@ -70,13 +70,12 @@ def _vector_warnings(ws: Workspace, dense: dict[str, Any]) -> list[str]:
     pending = dense["pending_memories"]
     if not pending:
         return []
+    missing = memories(pending, "has", "have")
     if ws.index.embedding_in_background:
-        return [f"{memories(pending, 'has', 'have')} no vectors yet: the background embedder is embedding them"]
+        return [f"{missing} no vectors yet: the background embedder is embedding them"]
     _, chars = ws.index.indexed(ws.index.pending_vectors)
     limit = ws.config.embed_on_search
     if chars <= limit:
-        return [
-            f"{memories(pending, 'has', 'have')} no vectors yet: the next hybrid search embeds them first ({chars:,} characters)"
-        ]
-    return [f"{memories(pending, 'has', 'have')} no vectors yet ({chars:,} characters, more than a search embeds: "
+        return [f"{missing} no vectors yet: the next hybrid search embeds them first ({chars:,} characters)"]
+    return [f"{missing} no vectors yet ({chars:,} characters, more than a search embeds: "
             f"[embed] on_search = {limit:,}): hybrid search runs keyword-only; {FIX}"]  # fmt: skip
