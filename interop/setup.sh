@@ -35,6 +35,8 @@ TIKTOKEN_NAME=9b5ad71b2ce5302211f9c61530b329a4922fc6a4
 TIKTOKEN_SHA256=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
 
 log() { echo "interop setup: [${SECONDS} s] $*" >&2; }
+# A cold build writes about 6 GB (the venvs, and uv's cache beside them); the log says what was free.
+log "$(df -Ph "$WORK" | awk 'NR == 2 {print $4}') free on the disk of $WORK"
 
 # Packages go in through uv where there is one (.venv's, which `make interop` installs first, or UV_BIN):
 # on a fresh machine it builds these venvs several times faster than pip. uv reads no pip configuration, so
