@@ -46,11 +46,13 @@ WORKERS="${INTEROP_WORKERS:-$("$PY" -c 'import os; print(len(os.sched_getaffinit
 echo "interop: Forgetful (real), embed-serve, claude-flow (real), Hindsight (real) and Serena (real) parity" >&2
 "$PY" -m pytest -c interop/pytest.ini --rootdir interop -q -n "$WORKERS" --maxschedchunk 1 interop/tests || status=1
 
-# suite_in_venv VENV SUITE WHAT [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV, with those
-# variables set. A note from the setup (missing-SUITE), a missing venv or any skipped test fails the run.
+# suite_in_venv VENV SUITE WHAT WORKERS [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV, with
+# those variables set, in WORKERS parallel workers (0: in the one process; the venv needs pytest-xdist for more).
+# A note from the setup (missing-SUITE), a missing venv or any skipped test fails the run.
 suite_in_venv() {
-    local venv="$1" suite="$2" what="$3" py out
-    shift 3
+    local venv="$1" suite="$2" what="$3" workers="$4" py out parallel=()
+    shift 4
+    [[ "$workers" == 0 ]] || parallel=(-n "$workers" --maxschedchunk 1)
     py="$INTEROP_WORK/$venv/bin/python"
     if [[ -f "$INTEROP_WORK/missing-$suite" || ! -x "$py" ]]; then
         echo "interop: *** $what cannot run: $(cat "$INTEROP_WORK/missing-$suite" 2>/dev/null || echo "no $py") ***" >&2
@@ -58,7 +60,7 @@ suite_in_venv() {
         return
     fi
     out="$(env "$@" "$py" -m pytest -c "interop/$suite/pytest.ini" --rootdir "interop/$suite" -q -rs \
-        "interop/$suite" 2>&1)" || status=1
+        "${parallel[@]}" "interop/$suite" 2>&1)" || status=1
     echo "$out"
     if grep -qE "[0-9]+ skipped|SKIPPED" <<<"$out"; then
         echo "interop: $what were skipped: skipped is never passed" >&2
@@ -67,13 +69,14 @@ suite_in_venv() {
 }
 
 echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
-suite_in_venv graphiti-venv graphiti "the Graphiti tests" GRAPHITI_TELEMETRY_ENABLED=false
+suite_in_venv graphiti-venv graphiti "the Graphiti tests" 0 GRAPHITI_TELEMETRY_ENABLED=false
 
 echo "interop: the sentence-transformers runtime (torch) against the golden vectors, in its own venv" >&2
-suite_in_venv sbert-venv sbert "the sentence-transformers tests" HF_HUB_OFFLINE=1
+suite_in_venv sbert-venv sbert "the sentence-transformers tests" 0 HF_HUB_OFFLINE=1
 
+# Each worker's Pixeltable has a home and a PostgreSQL of its own (interop/pixeltable/conftest.py).
 echo "interop: Pixeltable (real, in-process on its own PostgreSQL) in its Python 3.11 venv" >&2
-suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests"
+suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests" "$WORKERS"
 
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status

