@@ -43,16 +43,17 @@ status=0
 # start, and each worker starts its own. INTEROP_WORKERS=N to choose. A few tests run for minutes, so each
 # worker is handed one test at a time (not xdist's first chunks of six), the longest first (conftest.py).
 WORKERS="${INTEROP_WORKERS:-$("$PY" -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')}"
+PARALLEL=(-n "$WORKERS" --maxschedchunk 1)
 echo "interop: Forgetful (real), embed-serve, claude-flow (real), Hindsight (real) and Serena (real) parity" >&2
-"$PY" -m pytest -c interop/pytest.ini --rootdir interop -q -n "$WORKERS" --maxschedchunk 1 interop/tests || status=1
+"$PY" -m pytest -c interop/pytest.ini --rootdir interop -q "${PARALLEL[@]}" interop/tests || status=1
 
-# suite_in_venv VENV SUITE WHAT WORKERS [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV, with
-# those variables set, in WORKERS parallel workers (0: in the one process; the venv needs pytest-xdist for more).
+# suite_in_venv VENV SUITE WHAT parallel|serial [NAME=value ...]: the tests of interop/SUITE in $INTEROP_WORK/VENV,
+# with those variables set, in the workers of interop/tests (the venv needs pytest-xdist) or in one process.
 # A note from the setup (missing-SUITE), a missing venv or any skipped test fails the run.
 suite_in_venv() {
-    local venv="$1" suite="$2" what="$3" workers="$4" py out parallel=()
+    local venv="$1" suite="$2" what="$3" py out parallel=()
+    [[ "$4" == serial ]] || parallel=("${PARALLEL[@]}")
     shift 4
-    [[ "$workers" == 0 ]] || parallel=(-n "$workers" --maxschedchunk 1)
     py="$INTEROP_WORK/$venv/bin/python"
     if [[ -f "$INTEROP_WORK/missing-$suite" || ! -x "$py" ]]; then
         echo "interop: *** $what cannot run: $(cat "$INTEROP_WORK/missing-$suite" 2>/dev/null || echo "no $py") ***" >&2
@@ -69,14 +70,14 @@ suite_in_venv() {
 }
 
 echo "interop: Graphiti (real, on FalkorDB) in its Python 3.12 venv" >&2
-suite_in_venv graphiti-venv graphiti "the Graphiti tests" 0 GRAPHITI_TELEMETRY_ENABLED=false
+suite_in_venv graphiti-venv graphiti "the Graphiti tests" serial GRAPHITI_TELEMETRY_ENABLED=false
 
 echo "interop: the sentence-transformers runtime (torch) against the golden vectors, in its own venv" >&2
-suite_in_venv sbert-venv sbert "the sentence-transformers tests" 0 HF_HUB_OFFLINE=1
+suite_in_venv sbert-venv sbert "the sentence-transformers tests" serial HF_HUB_OFFLINE=1
 
 # Each worker's Pixeltable has a home and a PostgreSQL of its own (interop/pixeltable/conftest.py).
 echo "interop: Pixeltable (real, in-process on its own PostgreSQL) in its Python 3.11 venv" >&2
-suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests" "$WORKERS"
+suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests" parallel
 
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status
