@@ -8,6 +8,8 @@ hold ``mem:<old>`` is passed over without its lock or a parse.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from memrouter.core.errors import Conflict, InvalidInput, NotFound
 from memrouter.core.model import Memory
 from memrouter.core.names import validate_name
@@ -51,7 +53,7 @@ def _rename(ws: Workspace, old: str, new: str, actor: str | None) -> tuple[Memor
     needle = (REFERENCE_PREFIX + memory.name).encode()  # every reference holds these bytes
     for stat in list(store.scan()):
         try:
-            if needle not in store.read_bytes(stat.name):
+            if needle not in store.read_bytes(stat.name, Path(stat.path)):  # the scan's path: already checked
                 continue  # nothing to rewrite: neither locked nor parsed
         except (NotFound, InvalidInput):
             continue
