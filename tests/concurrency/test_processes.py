@@ -174,12 +174,13 @@ def test_two_processes_with_the_same_expected_hash_never_both_win(tmp_path: Path
 @pytest.mark.long
 def test_cli_read_then_conditional_save_loses_nothing(tmp_path: Path) -> None:
     project, root = make_project(tmp_path)
+    # $PY reads the JSON: this interpreter (a ``python3`` on PATH may be a version manager's shim, 0.1 s a call)
     script = (
         "for i in $(seq 1 6); do\n"
         "  while true; do\n"
         f'    json=$({" ".join(MEMROUTER)} get shared --format json 2>/dev/null) || json=\'{{"hash": "", "content": "# Shared\\\\n"}}\'\n'
-        '    hash=$(printf %s "$json" | python3 -c \'import json,sys; print(json.load(sys.stdin)["hash"])\')\n'
-        '    text=$(printf %s "$json" | python3 -c \'import json,sys; print(json.load(sys.stdin)["content"], end="")\')\n'
+        '    hash=$(printf %s "$json" | "$PY" -c \'import json,sys; print(json.load(sys.stdin)["hash"])\')\n'
+        '    text=$(printf %s "$json" | "$PY" -c \'import json,sys; print(json.load(sys.stdin)["content"], end="")\')\n'
         f'    if {" ".join(MEMROUTER)} save shared --content "$text\nline $W-$i" --expected-hash "$hash" >/dev/null 2>&1; then\n'
         '      echo "line $W-$i"; break\n'
         "    fi\n"
@@ -188,7 +189,11 @@ def test_cli_read_then_conditional_save_loses_nothing(tmp_path: Path) -> None:
     )
     processes = [
         subprocess.Popen(
-            ["bash", "-c", script], cwd=project, env={**os.environ, "W": str(n)}, stdout=subprocess.PIPE, text=True
+            ["bash", "-c", script],
+            cwd=project,
+            env={**os.environ, "W": str(n), "PY": sys.executable},
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for n in (1, 2)
     ]
