@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from helpers import SAMPLE, write
+from helpers import SAMPLE, isolated_home, write
 
 if TYPE_CHECKING:
     from memrouter.testing.postgres_server import PostgresServer
@@ -143,22 +143,10 @@ def _isolated_home(
 ) -> None:
     """Keep caches and configuration out of the real home directory (and, with ``--store postgres``,
     point every router at a fresh database). The home's cache holds the built model graph."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    isolated_home(tmp_path_factory.mktemp("home"), _built_model_graph, monkeypatch)
     for name in list(os.environ):
         if name.startswith("MEMROUTER_"):
             monkeypatch.delenv(name)
-    if _built_model_graph is not None:
-        from platformdirs import user_cache_dir
-
-        cache = Path(user_cache_dir("memrouter")) / "onnx"  # where the embedder looks, under this home
-        cache.mkdir(parents=True)
-        for built in _built_model_graph.iterdir():
-            try:
-                os.link(built, cache / built.name)  # its writers replace files whole (os.replace): never shared
-            except OSError:
-                shutil.copy2(built, cache / built.name)
     if request.config.getoption("store") == "postgres":
         from memrouter.index.fallback import FallbackReader
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def git_status(project: Path) -> str:
@@ -17,6 +22,24 @@ def git_status(project: Path) -> str:
         check=True,
     )
     return done.stdout
+
+
+def isolated_home(home: Path, model_graph: Path | None, patch: pytest.MonkeyPatch) -> None:
+    """Point this process's home and cache at ``home`` (through ``patch``), the cache holding the built
+    model graph (``model_graph``'s files, hard linked, as a user's cache holds them after the first search)."""
+    patch.setenv("HOME", str(home))
+    patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    if model_graph is None:
+        return
+    from platformdirs import user_cache_dir
+
+    cache = Path(user_cache_dir("memrouter")) / "onnx"  # where the embedder looks, under this home
+    cache.mkdir(parents=True)
+    for built in model_graph.iterdir():
+        try:
+            os.link(built, cache / built.name)  # its writers replace files whole (os.replace): never shared
+        except OSError:
+            shutil.copy2(built, cache / built.name)
 
 
 def write(root: Path, name: str, text: str) -> Path:

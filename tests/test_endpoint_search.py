@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import isolated_home
 
 from memrouter import Router
 from memrouter.core.errors import ConfigError, EndpointUnavailable
@@ -53,8 +55,12 @@ def chunk_vectors(index: Path) -> dict[tuple[str, int], np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[str]:
-    with embed_serve() as base:
+def served(tmp_path_factory: pytest.TempPathFactory, _built_model_graph: Path | None) -> Iterator[str]:
+    """``memrouter embed-serve`` for the module, in a home of its own (the built model graph in its cache)."""
+    with pytest.MonkeyPatch.context() as patch:
+        isolated_home(tmp_path_factory.mktemp("served-home"), _built_model_graph, patch)
+        env = dict(os.environ)
+    with embed_serve(env=env) as base:
         yield base
 
 
@@ -80,7 +86,9 @@ def test_an_index_built_through_embed_serve_holds_the_built_in_models_vectors(se
 
 @pytest.mark.slow
 def test_the_rerank_endpoint_orders_the_best_candidates(served: str, tmp_path: Path) -> None:
-    toml = endpoint_toml(served + "/v1") + f'[search]\nrerank = true\n[rerank]\nurl = "{served}"\n'
+    # The second stage is the endpoint's; the first embeds with the hashing model (the endpoint's own embedding
+    # is the test above's), so the server's model reads only the candidates.
+    toml = f'[embed]\nmodel = "hash"\n[search]\nrerank = true\n[rerank]\nurl = "{served}"\n'
     root = project_with(tmp_path, toml)
     with Router.open(root=root, index_dir=tmp_path / "index") as router:
         router.refresh(embed=True)

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -206,13 +206,14 @@ def serve_fake_endpoint(*, dimension: int = 64, tei: bool = False) -> Iterator[F
 
 
 @contextmanager
-def embed_serve(*args: str, ready_within: float = 180.0) -> Iterator[str]:
+def embed_serve(*args: str, ready_within: float = 180.0, env: Mapping[str, str] | None = None) -> Iterator[str]:
     """``memrouter embed-serve`` (with ``args``) on a free loopback port: its base URL, once ``/health`` answers.
-    Stopped (SIGTERM, then killed) when the block ends; ``RuntimeError`` when it does not start."""
+    Stopped (SIGTERM, then killed) when the block ends; ``RuntimeError`` when it does not start. ``env``: the
+    server's environment (this process's by default)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "memrouter", "embed-serve", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=None if env is None else dict(env),
     )  # fmt: skip
     base = f"http://{HOST}:{port}"
     try:
