@@ -129,13 +129,19 @@ class BackgroundEmbedder:
         took = time.perf_counter() - started
         if self._stopping.is_set():
             return True
-        stored = self._indexed(lambda: dense.store(self._conn(), work, embedded))
-        with self._lock:
-            self.embedded += stored
-            self.batches += 1
-            self.seconds += took
-            self.chunks += len(work.pieces)
-            self.last_error = None
+
+        def store() -> None:
+            stored = dense.store(self._conn(), work, embedded)
+            # Counted under the index's lock with the vectors themselves: a status, read under that lock too,
+            # never sees the vectors landed and the count still short of them.
+            with self._lock:
+                self.embedded += stored
+                self.batches += 1
+                self.seconds += took
+                self.chunks += len(work.pieces)
+                self.last_error = None
+
+        self._indexed(store)
         return True
 
 
