@@ -38,8 +38,14 @@ def project(base: Path) -> Path:
     return folder
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+def env(temp: Path | None = None) -> dict[str, str]:
+    """The examples' environment: the venv's scripts first on PATH. ``temp``: their temporary folder, made
+    inside the test's own, so what an example leaves there (``tempfile.mkdtemp()``) goes with the test's."""
+    found = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    if temp is not None:
+        temp.mkdir(exist_ok=True)
+        found["TMPDIR"] = str(temp)
+    return found
 
 
 def the_one(found: list[Block], what: str) -> Block:
@@ -50,7 +56,9 @@ def the_one(found: list[Block], what: str) -> Block:
 @pytest.mark.parametrize("block", blocks("python"), ids=str)
 def test_python_examples_run(block: Block, tmp_path: Path) -> None:
     folder = project(tmp_path)
-    done = subprocess.run([sys.executable, "-c", block.text], cwd=folder, capture_output=True, text=True, env=env())
+    done = subprocess.run(
+        [sys.executable, "-c", block.text], cwd=folder, capture_output=True, text=True, env=env(tmp_path / "tmp")
+    )
     assert done.returncode == 0, f"{block}\n{block.text}\n{done.stderr}"
 
 
@@ -59,7 +67,7 @@ def test_the_quickstart_runs(tmp_path: Path) -> None:
     (tmp_path / "your-project").mkdir()
     subprocess.run(["git", "init", "-q", str(tmp_path / "your-project")], check=True)
     done = subprocess.run(
-        ["bash", "-e", "-c", quickstart.text], cwd=tmp_path, capture_output=True, text=True, env=env()
+        ["bash", "-e", "-c", quickstart.text], cwd=tmp_path, capture_output=True, text=True, env=env(tmp_path / "tmp")
     )
     assert done.returncode == 0, done.stderr
     assert "conventions/commit-messages" in done.stdout and "imperative mood" in done.stdout

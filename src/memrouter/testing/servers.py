@@ -13,6 +13,7 @@ Everything listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 __all__ = ["FakeServer", "free_port", "hanging_listener", "serve_http", "stdio_command"]
@@ -80,13 +81,14 @@ class FakeServer:
             response.read()
 
     def kill(self) -> None:
-        """Kill the process at once (a crash, as the client sees it) and reap it."""
+        """Kill the process at once (a crash, as the client sees it), reap it and remove its stderr log."""
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait(timeout=10)
+        self._remove_log()
 
     def stop(self) -> None:
-        """Stop the process politely, then by force."""
+        """Stop the process politely, then by force, and remove its stderr log (read it before)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -94,6 +96,11 @@ class FakeServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        self._remove_log()
+
+    def _remove_log(self) -> None:
+        with suppress(FileNotFoundError):
+            os.unlink(self.stderr_path)
 
     def stderr(self) -> str:
         """What the server wrote to stderr so far."""
@@ -133,8 +140,9 @@ def start_http(
         except (OSError, urllib.error.URLError, ValueError):
             pass  # not ready yet: poll again until the deadline
         if time.monotonic() > deadline:
+            said = server.stderr()
             server.stop()
-            raise RuntimeError(f"fake Forgetful not ready after {startup_timeout:g} s:\n{server.stderr()}")
+            raise RuntimeError(f"fake Forgetful not ready after {startup_timeout:g} s:\n{said}")
         time.sleep(0.05)
 
 
