@@ -132,7 +132,9 @@ def start_http(
     deadline = time.monotonic() + startup_timeout
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"fake Forgetful exited with {process.returncode}:\n{server.stderr()}")
+            said = server.stderr()
+            server.stop()  # removes its log
+            raise RuntimeError(f"fake Forgetful exited with {process.returncode}:\n{said}")
         try:
             with urllib.request.urlopen(f"{server.base_url}/health", timeout=1) as response:
                 if json.load(response).get("status") == "healthy":
