@@ -77,7 +77,17 @@ suite_in_venv sbert-venv sbert "the sentence-transformers tests" serial HF_HUB_O
 
 # Each worker's Pixeltable has a home and a PostgreSQL of its own (interop/pixeltable/conftest.py).
 echo "interop: Pixeltable (real, in-process on its own PostgreSQL) in its Python 3.11 venv" >&2
+rm -f "$INTEROP_WORK/pixeltable-retries.log"
 suite_in_venv pixeltable-venv pixeltable "the Pixeltable tests" parallel
+if [[ -f "$INTEROP_WORK/pixeltable-retries.log" ]]; then
+    echo "interop: a worker's Pixeltable did not start the first time and was started again on a new home:" >&2
+    cat "$INTEROP_WORK/pixeltable-retries.log" >&2
+fi
 
+if [[ $status -ne 0 ]]; then
+    echo "interop: the machine at the end (disk, memory):" >&2
+    df -h . /tmp /dev/shm >&2 2>/dev/null
+    free -m >&2 2>/dev/null
+fi
 echo "interop: finished in $((SECONDS - started)) s (status $status)" >&2
 exit $status

@@ -9,8 +9,9 @@ the system's temporary folder: as root, Pixeltable runs PostgreSQL as its own
 ``pgserver`` user, which must reach it.
 
 Pixeltable has one home per process: the tests of this process share one
-(``session_home``, tables told apart by name); the fault tests run memrouter
-in subprocesses (``memrouter`` the CLI, or a script) on homes of their own.
+(``session_home``, tables told apart by name, its PostgreSQL set up by a
+process of its own first); the fault tests run memrouter in subprocesses
+(``memrouter`` the CLI, or a script) on homes of their own.
 Nothing here skips: a Pixeltable that does not start fails the test.
 """
 
@@ -106,10 +107,48 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+START = """
+import sys
+from pathlib import Path
+from memrouter.external.backends.pixeltable_store import open_pixeltable
+open_pixeltable(Path(sys.argv[1]))
+"""
+
+
+def _start(home: PixeltableHome) -> str | None:
+    """Start Pixeltable on ``home`` in a new process: None, or what it printed when it failed."""
+    done = subprocess.run([sys.executable, "-c", START, str(home.path)], capture_output=True, text=True,
+                          timeout=300, env=subprocess_env(), check=False)  # fmt: skip
+    home.postmaster()  # recorded in the pid folder, for run.sh should this process be killed
+    return None if done.returncode == 0 else done.stderr.strip()[-1500:]
+
+
+def started_home() -> PixeltableHome:
+    """A new home with its PostgreSQL set up and running, started by a new process (Pixeltable leaves it up).
+
+    Setting up a PostgreSQL (initdb) is the part of a Pixeltable start that is not memrouter's: a first
+    failure is tried once more on a new home, and written to ``pixeltable-retries.log`` in the interop
+    work folder, which ``interop/run.sh`` prints. A second failure fails the tests that need the home.
+    """
+    home = PixeltableHome()
+    failed = _start(home)
+    if failed is None:
+        return home
+    home.remove()
+    with (PIDS.parent / "pixeltable-retries.log").open("a", encoding="utf-8") as log:
+        log.write(f"{time.strftime('%H:%M:%S')} pid {os.getpid()}: Pixeltable did not start:\n{failed}\n\n")
+    home = PixeltableHome()
+    failed = _start(home)
+    if failed is not None:
+        home.remove()
+        raise AssertionError(f"Pixeltable did not start, twice; the second time:\n{failed}")
+    return home
+
+
 @pytest.fixture(scope="session")
 def session_home() -> Iterator[PixeltableHome]:
-    """The Pixeltable home of this test process (one per process)."""
-    home = PixeltableHome()
+    """The Pixeltable home of this test process (one per process), its PostgreSQL already running."""
+    home = started_home()
     try:
         yield home
     finally:
