@@ -53,7 +53,7 @@ from memrouter.store.parse import content_hash
 if TYPE_CHECKING:
     from memrouter.external.backends.pixeltable_store import PixeltableStore
 
-__all__ = ["INSTALL_HINT", "PixeltableBackend", "PixeltableConfig", "PixeltableDown", "table_for"]
+__all__ = ["INSTALL_HINT", "PixeltableBackend", "PixeltableConfig", "table_for"]
 
 INSTALL_HINT = "pip install 'memrouter[pixeltable]'"
 T = TypeVar("T")
@@ -106,15 +106,6 @@ class PixeltableConfig:
 
 
 _DEFAULTS = PixeltableConfig()
-
-
-class PixeltableDown(Exception):
-    """Pixeltable could not start in this process (its PostgreSQL was not set up or did not start).
-
-    Pixeltable cannot be started again in a process where its start failed:
-    every later open raises this again, with the first failure's cause; the
-    next process tries afresh. The backend reports it as ``BackendUnavailable``.
-    """
 
 
 def _transient(exc: BaseException) -> bool:
@@ -188,11 +179,11 @@ class PixeltableBackend(HealthChecked):
             message = f"{self.name}: no answer within {self.config.timeout:g} s"
             self._health.record_failure(message)
             raise BackendUnavailable(message) from exc
-        except (BackendUnavailable, BackendContractError, NotFound, BackendNotInstalled):
-            raise
-        except PixeltableDown as exc:
+        except BackendUnavailable as exc:  # Pixeltable did not start in this process (pixeltable_store)
             self._health.record_failure(f"{self.name}: {exc}")
             raise BackendUnavailable(f"{self.name}: {exc}") from exc
+        except (BackendContractError, NotFound, BackendNotInstalled):
+            raise
         except ImportError as exc:
             raise BackendNotInstalled(self.name, f"{INSTALL_HINT} ({exc})") from exc
         except Exception as exc:  # noqa: BLE001 - Pixeltable's, SQLAlchemy's and psycopg's errors, translated here

@@ -39,8 +39,8 @@ from typing import Any
 import pixeltable as pxt
 
 from memrouter.core.effect import RULES, out_of_effect
+from memrouter.core.errors import BackendUnavailable
 from memrouter.external.backends.base import MemoryDraft
-from memrouter.external.backends.pixeltable import PixeltableDown
 from memrouter.external.backends.pixeltable_embedding import embedder_for, memrouter_embedding
 from memrouter.store import frontmatter
 from memrouter.store.parse import content_hash, parse_memory
@@ -198,15 +198,17 @@ def open_pixeltable(home: Path | None) -> Path:
     """Initialise Pixeltable in this process (at ``home``, else its own default) and return its home.
 
     Pixeltable has one configuration per process: a second home is refused.
-    A start that fails raises ``PixeltableDown`` with the cause (a PostgreSQL
-    command's own message), then and at every later call in this process.
+    A start that fails raises ``BackendUnavailable`` with the cause (a
+    PostgreSQL command's own message), then and at every later call in this
+    process: Pixeltable cannot start again in a process where its start
+    failed; the next process tries afresh.
     Its console messages go to stderr, never stdout.
     """
     global _start_failure
     from pixeltable.config import Config
 
     if _start_failure is not None:
-        raise PixeltableDown(f"{_start_failure}; it is tried again by the next process")
+        raise BackendUnavailable(f"{_start_failure}; it is tried again by the next process")
     overrides: dict[str, Any] = {"pixeltable.verbosity": 0}
     if home is not None:
         overrides["pixeltable.home"] = str(home)
@@ -228,7 +230,7 @@ def open_pixeltable(home: Path | None) -> Path:
                 ) from exc
         except Exception as exc:  # noqa: BLE001 - PostgreSQL's set-up and start, Pixeltable's catalog: all fatal here
             _start_failure = _start_failed(home, exc, errors.stderr)
-            raise PixeltableDown(f"{_start_failure}; it is tried again by the next process") from exc
+            raise BackendUnavailable(f"{_start_failure}; it is tried again by the next process") from exc
         finally:
             postgres_log.removeHandler(errors)
     for handler in logging.getLogger("pixeltable").handlers:
