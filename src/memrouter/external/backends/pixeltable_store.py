@@ -184,14 +184,16 @@ class _PostgresErrors(logging.Handler):
 
 
 def _start_failed(home: Path | None, exc: BaseException, logged: list[str]) -> str:
+    """Why Pixeltable did not start: a PostgreSQL command's exit and first words, else the exception's first line."""
     where = f" in {home}" if home is not None else ""
     if isinstance(exc, subprocess.CalledProcessError):
-        command = Path(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd).split()[0]).name
-        said = [line for line in logged if not line.startswith(f"{command}: hint:")][:3]
-        detail = f"{command} exited with status {exc.returncode}" + (f": {' '.join(said)}" if said else "")
+        argv = exc.cmd if isinstance(exc.cmd, list | tuple) else str(exc.cmd).split()
+        command = Path(str(argv[0])).name
+        said = " ".join([line for line in logged if not line.startswith(f"{command}: hint:")][:3])
+        detail = f"{command} exited with status {exc.returncode}" + (f": {said}" if said else "")
         return f"Pixeltable could not set up or start its PostgreSQL{where}: {detail}"
-    text = str(exc).strip().splitlines()
-    return f"Pixeltable did not start{where}: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    first = str(exc).strip().splitlines()
+    return f"Pixeltable did not start{where}: {type(exc).__name__}" + (f": {first[0]}" if first else "")
 
 
 def open_pixeltable(home: Path | None) -> Path:
